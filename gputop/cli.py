@@ -1,0 +1,111 @@
+"""Command line: parse arguments and start one of gputop's modes.
+
+Errors in the arguments print one line on stderr and exit 2, never a traceback or a usage dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from gputop import __version__
+
+MIN_INTERVAL_S = 0.1
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see gputop --help)")
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= MIN_INTERVAL_S:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} seconds, got {text}")
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a finite number of seconds")
+    return value
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a process id: {text!r}")
+    return value
+
+
+def _check_pid_exists(pid: int) -> None:
+    import psutil
+
+    if not psutil.pid_exists(pid):
+        raise UsageError(f"no process with PID {pid}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gputop",
+        description="A terminal dashboard for NVIDIA GPUs and the PyTorch jobs that use them.",
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit")
+    parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
+    parser.add_argument(
+        "-d",
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        help=f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})",
+    )
+    parser.add_argument("--pid", type=_pid, metavar="PID", help="focus on one process, its children and workers")
+    parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
+    parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.pid is not None:
+            _check_pid_exists(args.pid)
+    except UsageError as exc:
+        print(f"gputop: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.once or args.json:
+            return _once(args.json, args.pid)
+        return _watch(args.interval, args.pid, args.readonly)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _once(as_json: bool, pid: int | None) -> int:
+    from gputop.collect.sampler import SnapshotMaker
+    from gputop.output import render_text, snapshot_to_json
+
+    maker = SnapshotMaker(focus_pid=pid)
+    try:
+        snap = maker.one_shot()
+    finally:
+        maker.close()
+    sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap))
+    sys.stdout.flush()
+    return 0
+
+
+def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:
+    from gputop.ui.app import run_dashboard
+
+    return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly)

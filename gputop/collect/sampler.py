@@ -1,0 +1,182 @@
+"""Turning the collectors' readings into snapshots: once, or every interval on a background thread.
+
+NVML and psutil are only ever called from the thread that owns the ``SnapshotMaker``: the sampler's own thread
+for the dashboard, the main thread for ``--once``. Subscribers receive finished, immutable snapshots.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from gputop.collect.host import HostCollector
+from gputop.collect.nvml import NvmlCollector, NvmlProcess
+from gputop.model import GpuProcess, HostProcess, Snapshot, frozen_reasons
+
+log = logging.getLogger(__name__)
+
+SLOW_INTERVAL_S = 2.0
+"""Process lists, per-process utilization and PCIe throughput are read at most this often (NVML's PCIe
+counter alone blocks for about 20 ms per GPU)."""
+
+
+def merge_process(gpu_side: NvmlProcess, host: HostProcess) -> GpuProcess:
+    """One process row: NVML's view of it on one GPU plus the host's view of the PID."""
+    reasons = {**gpu_side.unavailable, **host.unavailable}
+    return GpuProcess(
+        pid=gpu_side.pid,
+        gpu_index=gpu_side.gpu_index,
+        kind=gpu_side.kind,
+        gpu_memory_bytes=gpu_side.gpu_memory_bytes,
+        sm_percent=gpu_side.sm_percent,
+        memory_bandwidth_percent=gpu_side.memory_bandwidth_percent,
+        visible=host.visible,
+        user=host.user,
+        name=host.name,
+        command=host.command,
+        cpu_percent=host.cpu_percent,
+        rss_bytes=host.rss_bytes,
+        start_time=host.start_time,
+        status=host.status,
+        unavailable=frozen_reasons(reasons),
+    )
+
+
+def namespace_notice(processes: list[GpuProcess]) -> str | None:
+    """Explain GPU processes whose PIDs this PID namespace cannot see, with the remedy."""
+    hidden = len({p.pid for p in processes if not p.visible})
+    if not hidden:
+        return None
+    return (
+        f"{hidden} GPU process{'es' if hidden != 1 else ''} not visible from this PID namespace "
+        "(NVML reports host PIDs): run gputop on the host, or start the container with --pid=host."
+    )
+
+
+class SnapshotMaker:
+    """Owns the collectors and makes one snapshot per call. Not thread-safe: use it from one thread."""
+
+    def __init__(
+        self,
+        focus_pid: int | None = None,
+        slow_interval_s: float = SLOW_INTERVAL_S,
+        nvml: NvmlCollector | None = None,
+        host: HostCollector | None = None,
+    ) -> None:
+        self.focus_pid = focus_pid
+        self.nvml = nvml or NvmlCollector()
+        self.host = host or HostCollector()
+        self.slow_interval_s = slow_interval_s
+        self._last_slow = -float("inf")
+        self._related: set[int] = set()
+
+    def start(self) -> None:
+        self.nvml.start()
+
+    def close(self) -> None:
+        self.nvml.close()
+
+    def snapshot(self, force_slow: bool = False) -> Snapshot:
+        now = time.monotonic()
+        slow = force_slow or now - self._last_slow >= self.slow_interval_s
+        if slow:
+            self._last_slow = now
+        gpus, gpu_processes = self.nvml.read(slow)
+        gpu_pids = {p.pid for p in gpu_processes}
+        if slow:
+            roots = gpu_pids if self.focus_pid is None else gpu_pids | {self.focus_pid}
+            self._related = self.host.related(roots)
+        hosts = self.host.processes(self._related | gpu_pids)
+        processes = [merge_process(p, hosts[p.pid]) for p in gpu_processes]
+        notices = list(self.nvml.notices)
+        hidden = namespace_notice(processes)
+        if hidden:
+            notices.append(hidden)
+        return Snapshot(
+            time=time.time(),
+            host=self.host.host_info(),
+            driver=self.nvml.driver,
+            gpus=tuple(gpus),
+            processes=tuple(processes),
+            host_processes=tuple(hosts[pid] for pid in sorted(hosts)),
+            focus_pid=self.focus_pid,
+            notices=tuple(notices),
+        )
+
+    def one_shot(self, window_s: float = 0.15) -> Snapshot:
+        """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown."""
+        self.start()
+        started = time.monotonic()
+        _, first = self.nvml.read(slow=True)
+        roots = {p.pid for p in first} | ({self.focus_pid} if self.focus_pid is not None else set())
+        self.host.prime(self.host.related(roots))
+        self.host.host_info()
+        remaining = window_s - (time.monotonic() - started)
+        if remaining > 0:
+            time.sleep(remaining)
+        return self.snapshot(force_slow=True)
+
+
+Subscriber = Callable[[Snapshot], None]
+
+
+class Sampler:
+    """Makes a snapshot every ``interval_s`` on its own thread and hands it to every subscriber.
+
+    A subscriber that raises is logged and kept; the sampling goes on.
+    """
+
+    def __init__(self, interval_s: float = 1.0, maker_factory: Callable[[], SnapshotMaker] = SnapshotMaker) -> None:
+        """``maker_factory`` runs on the sampling thread, so NVML is initialised there."""
+        self.interval_s = interval_s
+        self._maker_factory = maker_factory
+        self._subscribers: list[Subscriber] = []
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.latest: Snapshot | None = None
+
+    def subscribe(self, callback: Subscriber) -> None:
+        self._subscribers.append(callback)
+
+    def set_interval(self, interval_s: float) -> None:
+        """Change the interval; the next snapshot follows the new one at once."""
+        self.interval_s = interval_s
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+    def _run(self) -> None:
+        maker = self._maker_factory()
+        try:
+            maker.start()
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    snap = maker.snapshot()
+                except Exception:  # a collector bug must not end sampling for good
+                    log.exception("snapshot failed")
+                else:
+                    self.latest = snap
+                    for callback in list(self._subscribers):
+                        try:
+                            callback(snap)
+                        except Exception:
+                            log.exception("snapshot subscriber failed")
+                self._wake.clear()
+                self._wake.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+        finally:
+            maker.close()
