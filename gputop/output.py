@@ -109,17 +109,21 @@ def snapshot_to_json(snap: Snapshot, indent: int | None = 2) -> str:
 NA = "N/A"
 
 
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
 def fmt_bytes(n: float | None) -> str:
-    """Bytes in binary units, three significant figures: 512B, 1.50KiB, 80.0GiB."""
+    """Bytes in binary units with three significant figures at most: 512B, 1.50KiB, 80.0GiB, 123MiB."""
     if n is None:
         return NA
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(n)}B"
-            return f"{n:.3g}{unit}" if abs(n) >= 100 else f"{n:.2f}{unit}" if abs(n) < 10 else f"{n:.1f}{unit}"
+    if abs(n) < 1024:
+        return f"{int(n)}B"
+    for unit in _BYTE_UNITS[1:]:
         n /= 1024
-    raise AssertionError("unreachable")
+        if abs(n) < 1024 or unit == _BYTE_UNITS[-1]:
+            break
+    digits = 0 if abs(n) >= 100 else 1 if abs(n) >= 10 else 2
+    return f"{n:.{digits}f}{unit}"
 
 
 def fmt_percent(value: float | None) -> str:

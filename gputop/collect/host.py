@@ -1,19 +1,21 @@
-"""Host collector: CPU, memory and the host side of GPU processes, through psutil.
+"""Host collector: CPU, memory and the host side of the processes gputop watches, through psutil and /proc.
 
-psutil computes a process's CPU % from the difference between two calls on the same ``Process`` object, so the
-objects are kept between ticks, keyed by PID and checked against the start time: a PID reused by a new process
-gets a new object instead of a CPU % that mixes the two.
+A process's CPU % is the difference of its CPU time between two ticks, so each watched PID is remembered with
+its start time: a PID reused by a new process starts a new window instead of a CPU % that mixes the two.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
+from gputop.collect.procstat import CLOCK_TICKS, read_stat
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -54,9 +56,10 @@ def in_nested_pid_namespace() -> bool:
 class HostCollector:
     """Reads the machine and the processes gputop is asked about. Never raises for a vanished process."""
 
-    def __init__(self, nested_pid_namespace: bool | None = None) -> None:
+    def __init__(self, nested_pid_namespace: bool | None = None, static_refresh_s: float = 5.0) -> None:
         self.nested_pid_namespace = in_nested_pid_namespace() if nested_pid_namespace is None else nested_pid_namespace
-        self._procs: dict[int, psutil.Process] = {}
+        self.static_refresh_s = static_refresh_s
+        self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
         # The first cpu_percent call only starts psutil's measurement window.
@@ -91,10 +94,7 @@ class HostCollector:
     def prime(self, pids: Iterable[int]) -> None:
         """Start the CPU % window for these PIDs, so the next ``processes`` call has a value for them."""
         for pid in pids:
-            proc = self._process(pid)
-            if proc is not None:
-                with contextlib.suppress(psutil.Error):
-                    proc.cpu_percent(None)
+            self._describe(pid)
 
     def related(self, roots: Iterable[int]) -> set[int]:
         """The roots with their ancestors (below init) and all their descendants, from one process-table scan.
@@ -103,10 +103,12 @@ class HostCollector:
         under a fork server, so descendants are followed all the way down.
         """
         parent: dict[int, int] = {}
-        for proc in psutil.process_iter(["ppid"]):
-            ppid = proc.info.get("ppid")
-            if ppid is not None:
-                parent[proc.pid] = ppid
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    parent[int(entry.name)] = read_stat(int(entry.name)).ppid
+                except OSError:  # exited during the scan
+                    continue
         children: dict[int, list[int]] = {}
         for pid, ppid in parent.items():
             children.setdefault(ppid, []).append(pid)
@@ -132,71 +134,85 @@ class HostCollector:
             del self._procs[gone]
         return {pid: self._describe(pid) for pid in wanted}
 
-    def _process(self, pid: int) -> psutil.Process | None:
-        proc = self._procs.get(pid)
-        if proc is not None:
-            try:
-                if proc.is_running():  # compares the start time: False once the PID is reused
-                    return proc
-            except psutil.Error:
-                pass
-        try:
-            proc = psutil.Process(pid)
-        except psutil.NoSuchProcess:
-            self._procs.pop(pid, None)
-            return None
-        except psutil.Error:
-            return None
-        self._procs[pid] = proc
-        return proc
-
     def _describe(self, pid: int) -> HostProcess:
-        before = self._procs.get(pid)
-        proc = self._process(pid)
-        if proc is None:
-            if psutil.pid_exists(pid):
-                return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
-            if before is not None or not self.nested_pid_namespace:
-                # In the host's namespace every NVML PID is ours to see: a missing one has just exited.
-                return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
-            hidden = frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE))
-            return HostProcess(pid, visible=False, unavailable=hidden)
-        fresh = proc is not before
-        values: dict[str, object] = {}
-        reasons: dict[str, str] = {}
+        tracked = self._procs.get(pid)
         try:
-            with proc.oneshot():
-                for name, read in (
-                    ("status", proc.status),
-                    ("ppid", proc.ppid),
-                    ("num_threads", proc.num_threads),
-                    ("start_time", proc.create_time),
-                    ("name", proc.name),
-                    ("user", proc.username),
-                    ("cpu_percent", lambda: proc.cpu_percent(None)),
-                    ("rss_bytes", lambda: proc.memory_info().rss),
-                    ("command", lambda: " ".join(proc.cmdline()) or f"[{proc.name()}]"),
-                ):
-                    try:
-                        values[name] = read()
-                    except psutil.ZombieProcess:
-                        reasons[name] = ZOMBIE
-                    except psutil.NoSuchProcess:
-                        raise
-                    except psutil.AccessDenied:
-                        reasons[name] = ACCESS_DENIED
-                    except KeyError:  # username() of a UID with no passwd entry (containers)
-                        values[name] = str(proc.uids().real)
-        except psutil.NoSuchProcess:
-            self._procs.pop(pid, None)
-            missing = {name: reasons.get(name, PROCESS_EXITED) for name in _HOST_FIELDS if name not in values}
-            return HostProcess(pid, unavailable=frozen_reasons(missing), **values)  # type: ignore[arg-type]
-        if fresh and "cpu_percent" in values:
-            # A process seen for the first time has no CPU window yet: its 0.0 would be a made-up zero.
-            values.pop("cpu_percent")
+            stat = read_stat(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
+        except OSError:
+            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
+        now = time.monotonic()
+        cpu_percent: float | None = None
+        if tracked is None or tracked.start_ticks != stat.start_ticks:
+            # New, or the PID now names another process: its CPU window starts here.
+            tracked = self._procs[pid] = _Tracked(stat.start_ticks, stat.cpu_ticks, now)
+        else:
+            elapsed = now - tracked.at
+            if elapsed > 0:
+                cpu_percent = round((stat.cpu_ticks - tracked.cpu_ticks) / CLOCK_TICKS / elapsed * 100, 1)
+            tracked.cpu_ticks, tracked.at = stat.cpu_ticks, now
+        if now >= tracked.static_due:
+            tracked.static, tracked.static_reasons = _read_static(pid, zombie=stat.status == "zombie")
+            tracked.static_due = now + self.static_refresh_s
+        reasons = dict(tracked.static_reasons)
+        if cpu_percent is None:
             reasons["cpu_percent"] = MEASURING
-        if values.get("status") == psutil.STATUS_ZOMBIE:
-            for name in _HOST_FIELDS:
-                if name not in values:
+        return HostProcess(
+            pid,
+            ppid=stat.ppid,
+            name=stat.name,
+            status=stat.status,
+            num_threads=stat.num_threads,
+            rss_bytes=stat.rss_bytes,
+            cpu_percent=cpu_percent,
+            unavailable=frozen_reasons(reasons),
+            **tracked.static,
+        )
+
+    def _missing(self, pid: int, seen: bool) -> HostProcess:
+        if seen or not self.nested_pid_namespace:
+            # In the host's namespace every NVML PID is ours to see: a missing one has just exited.
+            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
+        return HostProcess(pid, visible=False, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE)))
+
+
+@dataclass
+class _Tracked:
+    """A process between ticks: its identity (start time), last CPU reading, and facts that rarely change."""
+
+    start_ticks: int
+    cpu_ticks: int
+    at: float
+    static: dict[str, Any] = field(default_factory=dict)
+    static_reasons: dict[str, str] = field(default_factory=dict)
+    static_due: float = 0.0
+
+
+def _read_static(pid: int, zombie: bool) -> tuple[dict[str, Any], dict[str, str]]:
+    """User, command line and start time: read when a process is first seen and now and then after."""
+    values: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            for name, read in (
+                ("start_time", proc.create_time),
+                ("user", proc.username),
+                ("command", lambda: " ".join(proc.cmdline()) or (None if zombie else f"[{proc.name()}]")),
+            ):
+                try:
+                    values[name] = read()
+                except psutil.ZombieProcess:
                     reasons[name] = ZOMBIE
-        return HostProcess(pid, unavailable=frozen_reasons(reasons), **values)  # type: ignore[arg-type]
+                except psutil.AccessDenied:
+                    reasons[name] = ACCESS_DENIED
+                except KeyError:  # username() of a UID with no passwd entry (common in containers)
+                    values[name] = str(proc.uids().real)
+    except psutil.NoSuchProcess:
+        pass
+    for name in ("start_time", "user", "command"):
+        if values.get(name) is None:
+            values.pop(name, None)
+            reasons.setdefault(name, ZOMBIE if zombie else PROCESS_EXITED)
+    return values, reasons

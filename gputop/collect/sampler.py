@@ -105,8 +105,11 @@ class SnapshotMaker:
             notices=tuple(notices),
         )
 
-    def one_shot(self, window_s: float = 0.15) -> Snapshot:
-        """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown."""
+    def one_shot(self, window_s: float = 0.12) -> Snapshot:
+        """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown.
+
+        The window is just over the 100 ms that NVML asks between two GPM samples.
+        """
         self.start()
         started = time.monotonic()
         _, first = self.nvml.read(slow=True)

@@ -1,0 +1,178 @@
+"""One-shot output and formatting, from plain snapshot values."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gputop.collect.nvml import cuda_version_text, decode_clock_reasons
+from gputop.collect.sampler import namespace_notice
+from gputop.model import (
+    DRIVER_OK,
+    DRIVER_UNAVAILABLE,
+    GPU_LOST_STATE,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    Snapshot,
+    frozen_reasons,
+)
+from gputop.output import fmt_bytes, fmt_duration, fmt_percent, render_text, snapshot_to_dict, snapshot_to_json
+
+HOST = HostInfo(
+    hostname="trainer-01",
+    cpu_percent=12.5,
+    cpu_percent_per_core=(10.0, 15.0),
+    cpu_count=2,
+    usable_cpu_count=2,
+    load_average=(0.5, 0.4, 0.3),
+    memory_total_bytes=16 * 1024**3,
+    memory_used_bytes=4 * 1024**3,
+    memory_available_bytes=12 * 1024**3,
+    swap_total_bytes=0,
+    swap_used_bytes=0,
+)
+DRIVER = DriverInfo(DRIVER_OK, driver_version="550.90.07", cuda_version="12.4", nvml_version="12.550.90.07")
+
+
+def snapshot(gpus=(), processes=(), driver=DRIVER, notices=()) -> Snapshot:
+    return Snapshot(time=1_700_000_000.0, host=HOST, driver=driver, gpus=gpus, processes=processes, notices=notices)
+
+
+def test_unreadable_values_are_null_in_json_with_their_reason():
+    gpu = Gpu(
+        index=0, uuid="GPU-x", name="T4", fan_percent=None, unavailable=frozen_reasons({"fan_percent": "unsupported"})
+    )
+
+    doc = json.loads(snapshot_to_json(snapshot(gpus=(gpu,))))
+
+    assert doc["gpus"][0]["fan_percent"] is None
+    assert doc["gpus"][0]["unavailable"] == {"fan_percent": "unsupported"}
+
+
+def test_zero_stays_zero_in_json():
+    gpu = Gpu(index=0, uuid="GPU-x", name="T4", utilization_gpu_percent=0.0, fan_percent=0.0)
+
+    doc = snapshot_to_dict(snapshot(gpus=(gpu,)))
+
+    assert doc["gpus"][0]["utilization_gpu_percent"] == 0.0
+    assert doc["gpus"][0]["fan_percent"] == 0.0
+
+
+def test_json_top_level_keys_are_stable():
+    doc = snapshot_to_dict(snapshot())
+
+    assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices"]
+    assert doc["schema"] == 1
+    assert doc["time"] == 1_700_000_000.0
+
+
+def test_unavailable_driver_is_reported_with_empty_gpus():
+    doc = snapshot_to_dict(snapshot(driver=DriverInfo(DRIVER_UNAVAILABLE, reason="driver is not loaded")))
+
+    assert doc["driver"]["status"] == "unavailable"
+    assert doc["driver"]["reason"] == "driver is not loaded"
+    assert doc["gpus"] == []
+
+
+def test_text_shows_unreadable_values_as_na_not_zero():
+    gpu = Gpu(
+        index=0,
+        uuid="GPU-x",
+        name="Tesla T4",
+        memory_total_bytes=16 * 1024**3,
+        memory_used_bytes=0,
+        utilization_gpu_percent=0.0,
+        fan_percent=None,
+        unavailable=frozen_reasons({"fan_percent": "unsupported"}),
+    )
+
+    out = render_text(snapshot(gpus=(gpu,)))
+
+    row = next(line for line in out.splitlines() if "Tesla T4" in line)
+    assert "N/A" in row
+    assert " 0%" in row
+    assert "0B / 16.0GiB" in row
+
+
+def test_text_shows_a_lost_gpu_with_its_reason():
+    lost = Gpu(index=1, uuid="GPU-y", name="A100", state=GPU_LOST_STATE, reason="GPU is lost (fell off the bus)")
+
+    out = render_text(snapshot(gpus=(lost,)))
+
+    assert "LOST" in out
+    assert "fell off the bus" in out
+
+
+def test_text_lists_processes_after_gpus_with_elapsed_time():
+    gpu = Gpu(index=0, uuid="GPU-x", name="A100")
+    proc = GpuProcess(
+        pid=4242,
+        gpu_index=0,
+        kind="compute",
+        gpu_memory_bytes=3 * 1024**3,
+        user="ada",
+        command="python train.py",
+        start_time=1_700_000_000.0 - 3725,
+    )
+
+    out = render_text(snapshot(gpus=(gpu,), processes=(proc,)))
+
+    assert out.index("A100") < out.index("4242")
+    row = next(line for line in out.splitlines() if "4242" in line)
+    assert "ada" in row and "3.00GiB" in row and "1:02:05" in row and row.endswith("python train.py")
+
+
+def test_text_without_driver_gives_the_reason():
+    out = render_text(snapshot(driver=DriverInfo(DRIVER_UNAVAILABLE, reason="NVIDIA driver is not loaded")))
+
+    assert "No GPU information: NVIDIA driver is not loaded" in out
+
+
+def test_notices_are_printed():
+    out = render_text(snapshot(notices=("2 GPU processes not visible",)))
+
+    assert "note: 2 GPU processes not visible" in out
+
+
+def test_fmt_bytes_picks_binary_units():
+    assert [fmt_bytes(v) for v in (0, 512, 1536, 80 * 1024**3, 123 * 1024**2)] == [
+        "0B",
+        "512B",
+        "1.50KiB",
+        "80.0GiB",
+        "123MiB",
+    ]
+    assert fmt_bytes(None) == "N/A"
+
+
+@given(st.integers(min_value=0, max_value=2**64))
+def test_fmt_bytes_is_short_for_any_size(n):
+    assert len(fmt_bytes(n)) <= 10
+
+
+def test_fmt_duration_reads_like_ps():
+    assert [fmt_duration(s) for s in (5, 65, 3725, 90061)] == ["5s", "1:05", "1:02:05", "1-01:01:01"]
+
+
+def test_fmt_percent_rounds_and_marks_missing():
+    assert (fmt_percent(87.4), fmt_percent(None), fmt_percent(0.0)) == ("87%", "N/A", "0%")
+
+
+def test_clock_reasons_decode_to_names():
+    assert decode_clock_reasons(0) == ()
+    assert decode_clock_reasons(0x1 | 0x4 | 0x40) == ("gpu_idle", "sw_power_cap", "hw_thermal_slowdown")
+
+
+def test_cuda_version_reads_as_major_dot_minor():
+    assert (cuda_version_text(12040), cuda_version_text(11080), cuda_version_text(13000)) == ("12.4", "11.8", "13.0")
+
+
+def test_namespace_notice_counts_hidden_pids_once():
+    hidden = [GpuProcess(pid=7, gpu_index=i, kind="compute", visible=False) for i in range(2)]
+
+    assert namespace_notice([]) is None
+    assert namespace_notice(hidden).startswith("1 GPU process not visible")
