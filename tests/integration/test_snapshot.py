@@ -197,3 +197,15 @@ def test_sampler_stops_promptly_and_takes_a_new_interval(fake_driver):
 
     assert time.monotonic() - started < 2.0
     assert not any(t.name == "gputop-sampler" for t in threading.enumerate())
+
+
+def test_cpu_percent_of_a_busy_process_is_measured_between_ticks(fake_driver, spawn, maker):
+    busy = spawn("while True: pass")
+    fake_driver(training_box(1, [busy.pid]))
+    m = maker()
+    m.snapshot()
+    time.sleep(0.5)
+
+    row = m.snapshot().processes[0]
+
+    assert 60 <= row.cpu_percent <= 110

@@ -1,0 +1,1601 @@
+/*
+ * fakenvml.c - a fake libnvidia-ml.so.1 for tests on machines without an NVIDIA GPU.
+ *
+ * The real pynvml module loads this library instead of the driver's. Every answer comes from a
+ * small line-oriented state file named by $FAKE_NVML_STATE (see README.md for the format; the
+ * Python writer is tests/fakenvml/state.py). The file is re-read whenever it changes, so a test
+ * can alter the "hardware" between two calls.
+ *
+ * The profile macro FAKENVML_PROFILE (470, 535 or 550) decides which symbols exist, mirroring
+ * the driver branches: callers must cope with functions that are simply missing from older
+ * drivers, and symbol presence is the only way pynvml can tell. Everything is built with
+ * -fvisibility=hidden, so only functions marked EXPORT end up in the dynamic symbol table.
+ *
+ * Built against NVIDIA's own nvml.h with NVML_NO_UNVERSIONED_FUNC_DEFS, so that the legacy
+ * unversioned entry points (which real drivers still export) can be defined next to the
+ * versioned ones, with the header checking every signature.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <nvml.h>
+
+#if !defined(FAKENVML_PROFILE) || (FAKENVML_PROFILE != 470 && FAKENVML_PROFILE != 535 && FAKENVML_PROFILE != 550)
+#error "define FAKENVML_PROFILE as 470, 535 or 550"
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+#if FAKENVML_PROFILE == 470
+#define DEFAULT_DRIVER_VERSION "470.239.06"
+#define DEFAULT_NVML_VERSION "11.470.239.06"
+#define DEFAULT_CUDA_VERSION 11040
+#elif FAKENVML_PROFILE == 535
+#define DEFAULT_DRIVER_VERSION "535.183.01"
+#define DEFAULT_NVML_VERSION "12.535.183.01"
+#define DEFAULT_CUDA_VERSION 12020
+#else
+#define DEFAULT_DRIVER_VERSION "550.90.07"
+#define DEFAULT_NVML_VERSION "12.550.90.07"
+#define DEFAULT_CUDA_VERSION 12040
+#endif
+
+#define MAX_GPUS 64
+#define STR_MAX 256
+#define FN_NAME_MAX 128
+#define NO_INSTANCE 0xFFFFFFFFu
+
+/* ------------------------------------------------------------------------------------------ */
+/* Call counters                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every NVML entry point this file knows, whether or not the profile exports it, so that
+ * fakenvmlCallCount() answers 0 (not garbage) for a function the profile lacks. */
+#define FAKENVML_FUNCTIONS(X)                                                                    \
+    X(nvmlInit)                                                                                  \
+    X(nvmlInit_v2)                                                                               \
+    X(nvmlInitWithFlags)                                                                         \
+    X(nvmlShutdown)                                                                              \
+    X(nvmlErrorString)                                                                           \
+    X(nvmlSystemGetDriverVersion)                                                                \
+    X(nvmlSystemGetNVMLVersion)                                                                  \
+    X(nvmlSystemGetCudaDriverVersion)                                                            \
+    X(nvmlSystemGetCudaDriverVersion_v2)                                                         \
+    X(nvmlDeviceGetCount)                                                                        \
+    X(nvmlDeviceGetCount_v2)                                                                     \
+    X(nvmlDeviceGetHandleByIndex)                                                                \
+    X(nvmlDeviceGetHandleByIndex_v2)                                                             \
+    X(nvmlDeviceGetIndex)                                                                        \
+    X(nvmlDeviceGetName)                                                                         \
+    X(nvmlDeviceGetUUID)                                                                         \
+    X(nvmlDeviceGetMemoryInfo)                                                                   \
+    X(nvmlDeviceGetMemoryInfo_v2)                                                                \
+    X(nvmlDeviceGetUtilizationRates)                                                             \
+    X(nvmlDeviceGetTemperature)                                                                  \
+    X(nvmlDeviceGetPowerUsage)                                                                   \
+    X(nvmlDeviceGetEnforcedPowerLimit)                                                           \
+    X(nvmlDeviceGetFanSpeed)                                                                     \
+    X(nvmlDeviceGetPerformanceState)                                                             \
+    X(nvmlDeviceGetClockInfo)                                                                    \
+    X(nvmlDeviceGetMaxClockInfo)                                                                 \
+    X(nvmlDeviceGetPcieThroughput)                                                               \
+    X(nvmlDeviceGetCurrentClocksThrottleReasons)                                                 \
+    X(nvmlDeviceGetCurrentClocksEventReasons)                                                    \
+    X(nvmlDeviceGetTotalEccErrors)                                                               \
+    X(nvmlDeviceGetComputeRunningProcesses)                                                      \
+    X(nvmlDeviceGetComputeRunningProcesses_v2)                                                   \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)                                                   \
+    X(nvmlDeviceGetGraphicsRunningProcesses)                                                     \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v2)                                                  \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v3)                                                  \
+    X(nvmlDeviceGetProcessUtilization)                                                           \
+    X(nvmlDeviceGetProcessesUtilizationInfo)                                                     \
+    X(nvmlGpmQueryDeviceSupport)                                                                 \
+    X(nvmlGpmSampleAlloc)                                                                        \
+    X(nvmlGpmSampleFree)                                                                         \
+    X(nvmlGpmSampleGet)                                                                          \
+    X(nvmlGpmMetricsGet)
+
+typedef enum {
+#define X(name) F_##name,
+    FAKENVML_FUNCTIONS(X)
+#undef X
+        F_COUNT
+} fn_id;
+
+static const char *const fn_names[F_COUNT] = {
+#define X(name) #name,
+    FAKENVML_FUNCTIONS(X)
+#undef X
+};
+
+static unsigned int call_counts[F_COUNT];
+
+/* ------------------------------------------------------------------------------------------ */
+/* Error codes                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;    /* NVML_ERROR_* without the prefix, as written in the state file */
+    unsigned int code;   /* numeric, so that codes newer than the installed nvml.h still map */
+    const char *message; /* what nvmlErrorString() answers; mirrors the real library's wording */
+} error_info_t;
+
+static const error_info_t error_table[] = {
+    {"SUCCESS", NVML_SUCCESS, "Success"},
+    {"UNINITIALIZED", NVML_ERROR_UNINITIALIZED, "Uninitialized"},
+    {"INVALID_ARGUMENT", NVML_ERROR_INVALID_ARGUMENT, "Invalid Argument"},
+    {"NOT_SUPPORTED", NVML_ERROR_NOT_SUPPORTED, "Not Supported"},
+    {"NO_PERMISSION", NVML_ERROR_NO_PERMISSION, "Insufficient Permissions"},
+    {"ALREADY_INITIALIZED", NVML_ERROR_ALREADY_INITIALIZED, "Already Initialized"},
+    {"NOT_FOUND", NVML_ERROR_NOT_FOUND, "Not Found"},
+    {"INSUFFICIENT_SIZE", NVML_ERROR_INSUFFICIENT_SIZE, "Insufficient Size"},
+    {"INSUFFICIENT_POWER", NVML_ERROR_INSUFFICIENT_POWER, "Insufficient External Power"},
+    {"DRIVER_NOT_LOADED", NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"},
+    {"TIMEOUT", NVML_ERROR_TIMEOUT, "Timeout"},
+    {"IRQ_ISSUE", NVML_ERROR_IRQ_ISSUE, "Interrupt Request Issue"},
+    {"LIBRARY_NOT_FOUND", NVML_ERROR_LIBRARY_NOT_FOUND, "NVML Shared Library Not Found"},
+    {"FUNCTION_NOT_FOUND", NVML_ERROR_FUNCTION_NOT_FOUND, "Function Not Found"},
+    {"CORRUPTED_INFOROM", NVML_ERROR_CORRUPTED_INFOROM, "Corrupted infoROM"},
+    {"GPU_IS_LOST", NVML_ERROR_GPU_IS_LOST, "GPU is lost"},
+    {"RESET_REQUIRED", NVML_ERROR_RESET_REQUIRED, "GPU requires restart"},
+    {"OPERATING_SYSTEM", NVML_ERROR_OPERATING_SYSTEM, "The operating system has blocked the request."},
+    {"LIB_RM_VERSION_MISMATCH", NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+     "RM has detected an NVML/RM version mismatch."},
+    {"IN_USE", NVML_ERROR_IN_USE, "In use by another client"},
+    {"MEMORY", NVML_ERROR_MEMORY, "Insufficient Memory"},
+    {"NO_DATA", NVML_ERROR_NO_DATA, "No data"},
+    {"VGPU_ECC_NOT_SUPPORTED", NVML_ERROR_VGPU_ECC_NOT_SUPPORTED,
+     "The requested vgpu operation is not available on target device, because ECC is enabled"},
+    {"INSUFFICIENT_RESOURCES", NVML_ERROR_INSUFFICIENT_RESOURCES, "Insufficient resources"},
+    {"FREQ_NOT_SUPPORTED", NVML_ERROR_FREQ_NOT_SUPPORTED, "The requested frequency is not supported"},
+    {"ARGUMENT_VERSION_MISMATCH", NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "Argument version mismatch"},
+    {"DEPRECATED", 26, "Deprecated"},
+    {"NOT_READY", 27, "Not ready"},
+    {"GPU_NOT_FOUND", 28, "GPU not found"},
+    {"INVALID_STATE", 29, "Invalid state"},
+    {"RESET_TYPE_NOT_SUPPORTED", 30, "Reset type not supported"},
+    {"UNKNOWN", NVML_ERROR_UNKNOWN, "Unknown Error"},
+};
+
+#define ERROR_TABLE_LEN (sizeof(error_table) / sizeof(error_table[0]))
+
+static int error_code_from_name(const char *name, nvmlReturn_t *code)
+{
+    for (size_t i = 0; i < ERROR_TABLE_LEN; i++) {
+        if (strcmp(error_table[i].name, name) == 0) {
+            *code = (nvmlReturn_t)error_table[i].code;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* State                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    char function[FN_NAME_MAX]; /* an NVML function name, or "*" */
+    nvmlReturn_t code;
+} injected_error_t;
+
+typedef struct {
+    injected_error_t *items;
+    size_t count, capacity;
+} error_list_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long used_memory;
+    int graphics;
+} process_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long timestamp_us;
+    unsigned int sm, mem, enc, dec;
+} sample_t;
+
+typedef struct {
+    char name[STR_MAX];
+    char uuid[STR_MAX];
+    unsigned long long memory_total;
+    unsigned long long memory_reserved;
+    unsigned long long memory_used;
+    unsigned int util_gpu;
+    unsigned int util_memory;
+    unsigned int temperature_c;
+    unsigned int power_mw;
+    unsigned int power_limit_mw;
+    unsigned int fan_percent;
+    unsigned int pstate;
+    unsigned int clock_sm_mhz;
+    unsigned int clock_mem_mhz;
+    unsigned int clock_sm_max_mhz;
+    unsigned int clock_mem_max_mhz;
+    unsigned int pcie_tx_kbps;
+    unsigned int pcie_rx_kbps;
+    unsigned long long clocks_event_reasons;
+    unsigned long long ecc_uncorrected_volatile;
+    unsigned int gpm_supported;
+    double gpm_sm_util;
+    double gpm_sm_occupancy;
+    double gpm_dram_bw_util;
+    process_t *processes;
+    size_t process_count, process_capacity;
+    sample_t *samples;
+    size_t sample_count, sample_capacity;
+    error_list_t errors;
+} gpu_t;
+
+typedef struct {
+    gpu_t gpus[MAX_GPUS];
+    unsigned int gpu_count;
+    char driver_version[STR_MAX];
+    char nvml_version[STR_MAX];
+    int cuda_version;
+    nvmlReturn_t init_error;
+    error_list_t errors;
+} state_t;
+
+typedef enum { T_UINT, T_ULL, T_DOUBLE, T_STR } field_type_t;
+
+typedef struct {
+    const char *key;
+    field_type_t type;
+    size_t offset;
+} field_t;
+
+#define GPU_FIELD(name, type) {#name, type, offsetof(gpu_t, name)}
+
+/* Table-driven so that adding a field to FakeGpu is one line here plus one in state.py. */
+static const field_t gpu_fields[] = {
+    GPU_FIELD(name, T_STR),
+    GPU_FIELD(uuid, T_STR),
+    GPU_FIELD(memory_total, T_ULL),
+    GPU_FIELD(memory_reserved, T_ULL),
+    GPU_FIELD(memory_used, T_ULL),
+    GPU_FIELD(util_gpu, T_UINT),
+    GPU_FIELD(util_memory, T_UINT),
+    GPU_FIELD(temperature_c, T_UINT),
+    GPU_FIELD(power_mw, T_UINT),
+    GPU_FIELD(power_limit_mw, T_UINT),
+    GPU_FIELD(fan_percent, T_UINT),
+    GPU_FIELD(pstate, T_UINT),
+    GPU_FIELD(clock_sm_mhz, T_UINT),
+    GPU_FIELD(clock_mem_mhz, T_UINT),
+    GPU_FIELD(clock_sm_max_mhz, T_UINT),
+    GPU_FIELD(clock_mem_max_mhz, T_UINT),
+    GPU_FIELD(pcie_tx_kbps, T_UINT),
+    GPU_FIELD(pcie_rx_kbps, T_UINT),
+    GPU_FIELD(clocks_event_reasons, T_ULL),
+    GPU_FIELD(ecc_uncorrected_volatile, T_ULL),
+    GPU_FIELD(gpm_supported, T_UINT),
+    GPU_FIELD(gpm_sm_util, T_DOUBLE),
+    GPU_FIELD(gpm_sm_occupancy, T_DOUBLE),
+    GPU_FIELD(gpm_dram_bw_util, T_DOUBLE),
+};
+
+#define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
+
+/* What the library serves from. Guarded by g_lock, like everything mutable below. */
+static state_t g_state;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int g_refcount;
+
+/* Identity of the file g_state was parsed from; stat() is compared against it at each call. */
+static struct {
+    int valid;     /* g_state reflects the current environment (file or "no file") */
+    int have_file; /* g_state came from a file rather than the empty default */
+    char path[4096];
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    long long mtime_ns;
+    long long read_at_ns;
+} g_cache;
+
+/* Handles are addresses in this array; the index survives state reloads. */
+struct nvmlDevice_st {
+    unsigned int index;
+};
+static struct nvmlDevice_st g_handles[MAX_GPUS];
+
+static void *grow(void *items, size_t *capacity, size_t needed, size_t item_size)
+{
+    if (needed <= *capacity) {
+        return items;
+    }
+    size_t new_capacity = *capacity ? *capacity * 2 : 8;
+    while (new_capacity < needed) {
+        new_capacity *= 2;
+    }
+    void *p = realloc(items, new_capacity * item_size);
+    if (p != NULL) {
+        *capacity = new_capacity;
+    }
+    return p;
+}
+
+static void gpu_defaults(gpu_t *g)
+{
+    /* Same defaults as FakeGpu, so a hand-written state file can stay short. */
+    memset(g, 0, sizeof(*g));
+    snprintf(g->name, sizeof(g->name), "%s", "NVIDIA H100 80GB HBM3");
+    snprintf(g->uuid, sizeof(g->uuid), "%s", "GPU-00000000-0000-0000-0000-000000000000");
+    g->memory_total = 85899345920ULL;
+    g->memory_reserved = 536870912ULL;
+    g->temperature_c = 35;
+    g->power_mw = 70000;
+    g->power_limit_mw = 700000;
+    g->clock_sm_mhz = 1980;
+    g->clock_mem_mhz = 2619;
+    g->clock_sm_max_mhz = 1980;
+    g->clock_mem_max_mhz = 2619;
+    g->gpm_supported = 1;
+}
+
+static void state_free(state_t *s)
+{
+    for (unsigned int i = 0; i < s->gpu_count; i++) {
+        free(s->gpus[i].processes);
+        free(s->gpus[i].samples);
+        free(s->gpus[i].errors.items);
+    }
+    free(s->errors.items);
+    memset(s, 0, sizeof(*s));
+}
+
+static void state_init_empty(state_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    snprintf(s->driver_version, sizeof(s->driver_version), "%s", DEFAULT_DRIVER_VERSION);
+    snprintf(s->nvml_version, sizeof(s->nvml_version), "%s", DEFAULT_NVML_VERSION);
+    s->cuda_version = DEFAULT_CUDA_VERSION;
+    s->init_error = NVML_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* State file parser                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *path;
+    unsigned int line;
+} parse_ctx_t;
+
+static void warn(const parse_ctx_t *ctx, const char *what, const char *detail)
+{
+    /* A typo in a state file must be visible: otherwise a test silently sees defaults. */
+    fprintf(stderr, "fakenvml: %s:%u: %s: '%s'\n", ctx->path, ctx->line, what, detail);
+}
+
+static int parse_ull(const char *text, unsigned long long max, unsigned long long *out)
+{
+    if (!isdigit((unsigned char)text[0])) {
+        return 0; /* strtoull would accept "-1" and leading spaces */
+    }
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end != '\0' || v > max) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_uint(const char *text, unsigned int *out)
+{
+    unsigned long long v;
+    if (!parse_ull(text, UINT_MAX, &v)) {
+        return 0;
+    }
+    *out = (unsigned int)v;
+    return 1;
+}
+
+static int parse_double(const char *text, double *out)
+{
+    char *end;
+    if (*text == '\0') {
+        return 0;
+    }
+    double v = strtod(text, &end);
+    if (*end != '\0') {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Splits "a b c" in place into at most max_fields space-separated tokens; the last token takes
+ * the rest of the line so that free text keeps its spaces. */
+static int split_fields(char *text, char **fields, int max_fields)
+{
+    int n = 0;
+    while (n < max_fields && text != NULL) {
+        if (n == max_fields - 1) {
+            fields[n++] = text;
+            break;
+        }
+        char *space = strchr(text, ' ');
+        fields[n++] = text;
+        if (space == NULL) {
+            break;
+        }
+        *space = '\0';
+        text = space + 1;
+    }
+    return n;
+}
+
+static void parse_error_line(const parse_ctx_t *ctx, char *value, error_list_t *list)
+{
+    char *f[2];
+    if (split_fields(value, f, 2) != 2 || strchr(f[1], ' ') != NULL || strlen(f[0]) >= FN_NAME_MAX) {
+        warn(ctx, "bad error line (want: error FUNCTION ERROR_NAME)", value);
+        return;
+    }
+    nvmlReturn_t code;
+    if (!error_code_from_name(f[1], &code)) {
+        warn(ctx, "unknown error name, using UNKNOWN", f[1]);
+        code = NVML_ERROR_UNKNOWN;
+    }
+    injected_error_t *items = grow(list->items, &list->capacity, list->count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    list->items = items;
+    snprintf(items[list->count].function, FN_NAME_MAX, "%s", f[0]);
+    items[list->count].code = code;
+    list->count++;
+}
+
+static void parse_process_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
+{
+    char *f[3];
+    process_t p;
+    if (split_fields(value, f, 3) != 3 || !parse_uint(f[0], &p.pid) ||
+        !parse_ull(f[1], ULLONG_MAX, &p.used_memory) ||
+        (strcmp(f[2], "compute") != 0 && strcmp(f[2], "graphics") != 0)) {
+        warn(ctx, "bad process line (want: process PID USED_BYTES compute|graphics)", value);
+        return;
+    }
+    p.graphics = strcmp(f[2], "graphics") == 0;
+    process_t *items = grow(g->processes, &g->process_capacity, g->process_count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    g->processes = items;
+    items[g->process_count++] = p;
+}
+
+static void parse_sample_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
+{
+    char *f[6];
+    sample_t s;
+    if (split_fields(value, f, 6) != 6 || !parse_uint(f[0], &s.pid) ||
+        !parse_ull(f[1], ULLONG_MAX, &s.timestamp_us) || !parse_uint(f[2], &s.sm) ||
+        !parse_uint(f[3], &s.mem) || !parse_uint(f[4], &s.enc) || !parse_uint(f[5], &s.dec)) {
+        warn(ctx, "bad sample line (want: sample PID TIMESTAMP_US SM MEM ENC DEC)", value);
+        return;
+    }
+    sample_t *items = grow(g->samples, &g->sample_capacity, g->sample_count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    g->samples = items;
+    items[g->sample_count++] = s;
+}
+
+static void parse_gpu_field(const parse_ctx_t *ctx, const char *key, const char *value, gpu_t *g)
+{
+    for (size_t i = 0; i < GPU_FIELD_COUNT; i++) {
+        const field_t *f = &gpu_fields[i];
+        if (strcmp(f->key, key) != 0) {
+            continue;
+        }
+        void *dst = (char *)g + f->offset;
+        int ok = 1;
+        switch (f->type) {
+        case T_UINT:
+            ok = parse_uint(value, dst);
+            break;
+        case T_ULL:
+            ok = parse_ull(value, ULLONG_MAX, dst);
+            break;
+        case T_DOUBLE:
+            ok = parse_double(value, dst);
+            break;
+        case T_STR:
+            ok = strlen(value) < STR_MAX;
+            snprintf(dst, STR_MAX, "%s", value);
+            break;
+        }
+        if (!ok) {
+            warn(ctx, "bad value", key);
+        }
+        return;
+    }
+    warn(ctx, "unknown key", key);
+}
+
+static void parse_line(const parse_ctx_t *ctx, char *line, state_t *s, gpu_t **current, int *overflow)
+{
+    if (line[0] == '\0' || line[0] == '#') {
+        return;
+    }
+    char *space = strchr(line, ' ');
+    char *value = "";
+    if (space != NULL) {
+        *space = '\0';
+        value = space + 1;
+    }
+    const char *key = line;
+
+    if (strcmp(key, "gpu") == 0) {
+        if (s->gpu_count == MAX_GPUS) {
+            if (!*overflow) {
+                warn(ctx, "too many GPUs, ignoring the rest", "gpu");
+            }
+            *overflow = 1;
+            *current = NULL;
+            return;
+        }
+        *current = &s->gpus[s->gpu_count++];
+        gpu_defaults(*current);
+        return;
+    }
+    if (*overflow) {
+        return;
+    }
+    gpu_t *g = *current;
+    if (strcmp(key, "error") == 0) {
+        parse_error_line(ctx, value, g != NULL ? &g->errors : &s->errors);
+    } else if (g != NULL && strcmp(key, "process") == 0) {
+        parse_process_line(ctx, value, g);
+    } else if (g != NULL && strcmp(key, "sample") == 0) {
+        parse_sample_line(ctx, value, g);
+    } else if (g != NULL) {
+        parse_gpu_field(ctx, key, value, g);
+    } else if (strcmp(key, "driver_version") == 0) {
+        snprintf(s->driver_version, sizeof(s->driver_version), "%s", value);
+    } else if (strcmp(key, "nvml_version") == 0) {
+        snprintf(s->nvml_version, sizeof(s->nvml_version), "%s", value);
+    } else if (strcmp(key, "cuda_version") == 0) {
+        unsigned int v;
+        if (parse_uint(value, &v) && v <= INT_MAX) {
+            s->cuda_version = (int)v;
+        } else {
+            warn(ctx, "bad value", key);
+        }
+    } else if (strcmp(key, "init_error") == 0) {
+        if (!error_code_from_name(value, &s->init_error)) {
+            warn(ctx, "unknown error name, using UNKNOWN", value);
+            s->init_error = NVML_ERROR_UNKNOWN;
+        }
+    } else if (strcmp(key, "fakenvml") == 0) {
+        if (strcmp(value, "1") != 0) {
+            warn(ctx, "unsupported state format version", value);
+        }
+    } else {
+        warn(ctx, "unknown key", key);
+    }
+}
+
+/* Returns 0 if the file cannot be read (it vanished between stat and open). */
+static int parse_file(const char *path, state_t *s)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        return 0;
+    }
+    state_init_empty(s);
+    parse_ctx_t ctx = {path, 0};
+    gpu_t *current = NULL;
+    int overflow = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, fp)) >= 0) {
+        ctx.line++;
+        if (len > 0 && line[len - 1] == '\n') {
+            line[len - 1] = '\0';
+        }
+        parse_line(&ctx, line, s, &current, &overflow);
+    }
+    free(line);
+    fclose(fp);
+    return 1;
+}
+
+static long long now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Called with g_lock held at the start of every API call. */
+static void refresh_state(void)
+{
+    const char *path = getenv("FAKE_NVML_STATE");
+    struct stat st;
+    if (path == NULL || path[0] == '\0' || strlen(path) >= sizeof(g_cache.path) || stat(path, &st) != 0) {
+        if (!g_cache.valid || g_cache.have_file) {
+            state_free(&g_state);
+            state_init_empty(&g_state);
+            g_cache.valid = 1;
+            g_cache.have_file = 0;
+        }
+        return;
+    }
+    long long mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    long long now = now_ns(CLOCK_REALTIME);
+    /* File timestamps tick at kernel-jiffy granularity, and a freed inode number is often reused
+     * by the next write, so two quick writes of the same size can look identical. Like git's
+     * "racily clean" index, keep re-reading while the mtime is too recent to be trusted. */
+    int racy = mtime_ns + 2000000000LL > g_cache.read_at_ns;
+    if (g_cache.valid && g_cache.have_file && !racy && strcmp(g_cache.path, path) == 0 &&
+        g_cache.dev == st.st_dev && g_cache.ino == st.st_ino && g_cache.size == st.st_size &&
+        g_cache.mtime_ns == mtime_ns) {
+        return;
+    }
+    state_t *fresh = malloc(sizeof(*fresh));
+    if (fresh == NULL) {
+        return;
+    }
+    if (!parse_file(path, fresh)) {
+        free(fresh);
+        if (!g_cache.valid) {
+            state_init_empty(&g_state); /* unreadable: behave as if there were no state file */
+            g_cache.valid = 1;
+            g_cache.have_file = 0;
+        }
+        return; /* otherwise keep serving the last state; the next call looks again */
+    }
+    state_free(&g_state);
+    g_state = *fresh;
+    free(fresh);
+    g_cache.valid = 1;
+    g_cache.have_file = 1;
+    snprintf(g_cache.path, sizeof(g_cache.path), "%s", path);
+    g_cache.dev = st.st_dev;
+    g_cache.ino = st.st_ino;
+    g_cache.size = st.st_size;
+    g_cache.mtime_ns = mtime_ns;
+    g_cache.read_at_ns = now;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Common checks                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* 2: exact name, 1: the unversioned family name ("nvmlFoo" matches "nvmlFoo_v3"), 0: no match. */
+static int error_key_match(const char *key, const char *function)
+{
+    if (strcmp(key, function) == 0) {
+        return 2;
+    }
+    size_t n = strlen(key);
+    if (strncmp(key, function, n) != 0 || function[n] != '_' || function[n + 1] != 'v') {
+        return 0;
+    }
+    const char *digits = function + n + 2;
+    if (*digits == '\0') {
+        return 0;
+    }
+    for (; *digits; digits++) {
+        if (!isdigit((unsigned char)*digits)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static nvmlReturn_t lookup_error(const error_list_t *list, const char *function, int allow_star)
+{
+    /* Most specific wins: exact name (3), family name (2), then "*" (1). */
+    int best = 0;
+    nvmlReturn_t code = NVML_SUCCESS;
+    for (size_t i = 0; i < list->count; i++) {
+        const injected_error_t *e = &list->items[i];
+        int score = error_key_match(e->function, function);
+        if (score > 0) {
+            score += 1;
+        } else if (allow_star && strcmp(e->function, "*") == 0) {
+            score = 1;
+        }
+        if (score > best) {
+            best = score;
+            code = e->code;
+        }
+    }
+    return code;
+}
+
+#define ENTER(fn)                                                                                \
+    pthread_mutex_lock(&g_lock);                                                                 \
+    call_counts[F_##fn]++;                                                                       \
+    refresh_state()
+
+#define RETURN(expr)                                                                             \
+    do {                                                                                         \
+        nvmlReturn_t rc_ = (expr);                                                               \
+        pthread_mutex_unlock(&g_lock);                                                           \
+        return rc_;                                                                              \
+    } while (0)
+
+static nvmlReturn_t begin_system(fn_id f)
+{
+    if (g_refcount == 0) {
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    return lookup_error(&g_state.errors, fn_names[f], 0);
+}
+
+static int handle_index(nvmlDevice_t device, unsigned int *index)
+{
+    uintptr_t base = (uintptr_t)&g_handles[0];
+    uintptr_t p = (uintptr_t)device;
+    if (device == NULL || p < base || p >= base + sizeof(g_handles) || (p - base) % sizeof(g_handles[0]) != 0) {
+        return 0;
+    }
+    *index = (unsigned int)((p - base) / sizeof(g_handles[0]));
+    return 1;
+}
+
+/* Per-GPU injected errors for one function: exact name, then family name, then "*". */
+static nvmlReturn_t gpu_error(const gpu_t *g, fn_id f)
+{
+    return lookup_error(&g->errors, fn_names[f], 1);
+}
+
+static nvmlReturn_t begin_device(fn_id f, nvmlDevice_t device, gpu_t **out)
+{
+    if (g_refcount == 0) {
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    unsigned int index;
+    if (!handle_index(device, &index)) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (index >= g_state.gpu_count) {
+        /* The state file dropped this GPU after the handle was handed out: it fell off the bus. */
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    nvmlReturn_t rc = lookup_error(&g_state.errors, fn_names[f], 0);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    rc = gpu_error(&g_state.gpus[index], f);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    *out = &g_state.gpus[index];
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t copy_string(const char *src, char *dst, unsigned int length)
+{
+    if (dst == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    size_t n = strlen(src);
+    if (n + 1 > length) {
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    memcpy(dst, src, n + 1);
+    return NVML_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Test hooks                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+EXPORT unsigned int fakenvmlCallCount(const char *functionName)
+{
+    unsigned int n = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; functionName != NULL && i < F_COUNT; i++) {
+        if (strcmp(fn_names[i], functionName) == 0) {
+            n = call_counts[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+EXPORT void fakenvmlResetCallCounts(void)
+{
+    pthread_mutex_lock(&g_lock);
+    memset(call_counts, 0, sizeof(call_counts));
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Initialisation                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+static nvmlReturn_t do_init(fn_id f)
+{
+    if (g_state.init_error != NVML_SUCCESS) {
+        return g_state.init_error;
+    }
+    nvmlReturn_t rc = lookup_error(&g_state.errors, fn_names[f], 0);
+    if (rc == NVML_SUCCESS) {
+        g_refcount++;
+    }
+    return rc;
+}
+
+EXPORT nvmlReturn_t nvmlInit(void)
+{
+    ENTER(nvmlInit);
+    RETURN(do_init(F_nvmlInit));
+}
+
+EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+    ENTER(nvmlInit_v2);
+    RETURN(do_init(F_nvmlInit_v2));
+}
+
+EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    (void)flags; /* NO_GPUS etc. change nothing: an empty state already initialises fine */
+    ENTER(nvmlInitWithFlags);
+    RETURN(do_init(F_nvmlInitWithFlags));
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void)
+{
+    ENTER(nvmlShutdown);
+    nvmlReturn_t rc = begin_system(F_nvmlShutdown);
+    if (rc == NVML_SUCCESS) {
+        g_refcount--;
+    }
+    RETURN(rc);
+}
+
+EXPORT const char *nvmlErrorString(nvmlReturn_t result)
+{
+    pthread_mutex_lock(&g_lock);
+    call_counts[F_nvmlErrorString]++;
+    pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; i < ERROR_TABLE_LEN; i++) {
+        if (error_table[i].code == (unsigned int)result) {
+            return error_table[i].message;
+        }
+    }
+    return "Unknown Error";
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* System queries                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    ENTER(nvmlSystemGetDriverVersion);
+    nvmlReturn_t rc = begin_system(F_nvmlSystemGetDriverVersion);
+    RETURN(rc != NVML_SUCCESS ? rc : copy_string(g_state.driver_version, version, length));
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    ENTER(nvmlSystemGetNVMLVersion);
+    nvmlReturn_t rc = begin_system(F_nvmlSystemGetNVMLVersion);
+    RETURN(rc != NVML_SUCCESS ? rc : copy_string(g_state.nvml_version, version, length));
+}
+
+static nvmlReturn_t cuda_version(fn_id f, int *out)
+{
+    nvmlReturn_t rc = begin_system(f);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (out == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *out = g_state.cuda_version;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    ENTER(nvmlSystemGetCudaDriverVersion);
+    RETURN(cuda_version(F_nvmlSystemGetCudaDriverVersion, cudaDriverVersion));
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    ENTER(nvmlSystemGetCudaDriverVersion_v2);
+    RETURN(cuda_version(F_nvmlSystemGetCudaDriverVersion_v2, cudaDriverVersion));
+}
+
+static nvmlReturn_t device_count(fn_id f, unsigned int *count)
+{
+    nvmlReturn_t rc = begin_system(f);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (count == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *count = g_state.gpu_count;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+    ENTER(nvmlDeviceGetCount);
+    RETURN(device_count(F_nvmlDeviceGetCount, deviceCount));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+    ENTER(nvmlDeviceGetCount_v2);
+    RETURN(device_count(F_nvmlDeviceGetCount_v2, deviceCount));
+}
+
+static nvmlReturn_t handle_by_index(fn_id f, unsigned int index, nvmlDevice_t *device)
+{
+    nvmlReturn_t rc = begin_system(f);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (device == NULL || index >= g_state.gpu_count) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    rc = gpu_error(&g_state.gpus[index], f);
+    /* Real drivers hand out handles to a lost GPU; it is the calls on the handle that fail. */
+    if (rc == NVML_ERROR_GPU_IS_LOST && lookup_error(&g_state.gpus[index].errors, fn_names[f], 0) == NVML_SUCCESS) {
+        rc = NVML_SUCCESS;
+    }
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    g_handles[index].index = index;
+    *device = &g_handles[index];
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+    ENTER(nvmlDeviceGetHandleByIndex);
+    RETURN(handle_by_index(F_nvmlDeviceGetHandleByIndex, index, device));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    ENTER(nvmlDeviceGetHandleByIndex_v2);
+    RETURN(handle_by_index(F_nvmlDeviceGetHandleByIndex_v2, index, device));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Simple device queries                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The shape shared by most getters: check, then copy one unsigned int field out. */
+static nvmlReturn_t get_uint_field(fn_id f, nvmlDevice_t device, unsigned int *out, size_t offset)
+{
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (out == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *out = *(const unsigned int *)((const char *)g + offset);
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    ENTER(nvmlDeviceGetIndex);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetIndex, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (index == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *index = (unsigned int)(g - g_state.gpus);
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    ENTER(nvmlDeviceGetName);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetName, device, &g);
+    RETURN(rc != NVML_SUCCESS ? rc : copy_string(g->name, name, length));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    ENTER(nvmlDeviceGetUUID);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetUUID, device, &g);
+    RETURN(rc != NVML_SUCCESS ? rc : copy_string(g->uuid, uuid, length));
+}
+
+static unsigned long long sub_floor0(unsigned long long a, unsigned long long b)
+{
+    return a > b ? a - b : 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    ENTER(nvmlDeviceGetMemoryInfo);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMemoryInfo, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (memory == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            /* The v1 struct has no "reserved": drivers count it as used. */
+            memory->total = g->memory_total;
+            memory->used = g->memory_used + g->memory_reserved;
+            memory->free = sub_floor0(g->memory_total, memory->used);
+        }
+    }
+    RETURN(rc);
+}
+
+#if FAKENVML_PROFILE >= 535
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    ENTER(nvmlDeviceGetMemoryInfo_v2);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMemoryInfo_v2, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (memory == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (memory->version != nvmlMemory_v2) {
+            rc = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        } else {
+            memory->total = g->memory_total;
+            memory->reserved = g->memory_reserved;
+            memory->used = g->memory_used;
+            memory->free = sub_floor0(g->memory_total, g->memory_reserved + g->memory_used);
+        }
+    }
+    RETURN(rc);
+}
+#endif
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+{
+    ENTER(nvmlDeviceGetUtilizationRates);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetUtilizationRates, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (utilization == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            utilization->gpu = g->util_gpu;
+            utilization->memory = g->util_memory;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                             unsigned int *temp)
+{
+    ENTER(nvmlDeviceGetTemperature);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetTemperature, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (temp == NULL || (unsigned int)sensorType >= NVML_TEMPERATURE_COUNT) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (sensorType != NVML_TEMPERATURE_GPU) {
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        } else {
+            *temp = g->temperature_c;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+    ENTER(nvmlDeviceGetPowerUsage);
+    RETURN(get_uint_field(F_nvmlDeviceGetPowerUsage, device, power, offsetof(gpu_t, power_mw)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+    ENTER(nvmlDeviceGetEnforcedPowerLimit);
+    RETURN(get_uint_field(F_nvmlDeviceGetEnforcedPowerLimit, device, limit, offsetof(gpu_t, power_limit_mw)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
+{
+    ENTER(nvmlDeviceGetFanSpeed);
+    RETURN(get_uint_field(F_nvmlDeviceGetFanSpeed, device, speed, offsetof(gpu_t, fan_percent)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pState)
+{
+    ENTER(nvmlDeviceGetPerformanceState);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetPerformanceState, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (pState == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *pState = (nvmlPstates_t)g->pstate;
+        }
+    }
+    RETURN(rc);
+}
+
+static nvmlReturn_t clock_info(fn_id f, nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock, int max)
+{
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (clock == NULL || (unsigned int)type >= NVML_CLOCK_COUNT) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    switch (type) {
+    case NVML_CLOCK_GRAPHICS: /* one clock domain on datacenter parts: graphics == SM */
+    case NVML_CLOCK_SM:
+        *clock = max ? g->clock_sm_max_mhz : g->clock_sm_mhz;
+        return NVML_SUCCESS;
+    case NVML_CLOCK_MEM:
+        *clock = max ? g->clock_mem_max_mhz : g->clock_mem_mhz;
+        return NVML_SUCCESS;
+    default:
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+{
+    ENTER(nvmlDeviceGetClockInfo);
+    RETURN(clock_info(F_nvmlDeviceGetClockInfo, device, type, clock, 0));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
+{
+    ENTER(nvmlDeviceGetMaxClockInfo);
+    RETURN(clock_info(F_nvmlDeviceGetMaxClockInfo, device, type, clock, 1));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
+                                                unsigned int *value)
+{
+    ENTER(nvmlDeviceGetPcieThroughput);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetPcieThroughput, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (value == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (counter == NVML_PCIE_UTIL_TX_BYTES) {
+            *value = g->pcie_tx_kbps;
+        } else if (counter == NVML_PCIE_UTIL_RX_BYTES) {
+            *value = g->pcie_rx_kbps;
+        } else {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    RETURN(rc);
+}
+
+static nvmlReturn_t clocks_reasons(fn_id f, nvmlDevice_t device, unsigned long long *reasons)
+{
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (reasons == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *reasons = g->clocks_event_reasons;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                              unsigned long long *clocksThrottleReasons)
+{
+    ENTER(nvmlDeviceGetCurrentClocksThrottleReasons);
+    RETURN(clocks_reasons(F_nvmlDeviceGetCurrentClocksThrottleReasons, device, clocksThrottleReasons));
+}
+
+#if FAKENVML_PROFILE >= 535
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *clocksEventReasons)
+{
+    ENTER(nvmlDeviceGetCurrentClocksEventReasons);
+    RETURN(clocks_reasons(F_nvmlDeviceGetCurrentClocksEventReasons, device, clocksEventReasons));
+}
+#endif
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                                nvmlEccCounterType_t counterType, unsigned long long *eccCounts)
+{
+    ENTER(nvmlDeviceGetTotalEccErrors);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetTotalEccErrors, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (eccCounts == NULL || (counterType != NVML_VOLATILE_ECC && counterType != NVML_AGGREGATE_ECC)) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED) {
+            /* One counter serves both: the aggregate count can never be below the volatile one. */
+            *eccCounts = g->ecc_uncorrected_volatile;
+        } else if (errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED) {
+            *eccCounts = 0;
+        } else {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    RETURN(rc);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Running processes                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Real semantics: a NULL array or a short count answers the needed count with
+ * INSUFFICIENT_SIZE, except that no processes at all is a plain SUCCESS with count 0. */
+static nvmlReturn_t running_processes(fn_id f, nvmlDevice_t device, int graphics, unsigned int *count,
+                                      nvmlProcessInfo_v1_t *infos_v1, nvmlProcessInfo_v2_t *infos_v2)
+{
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (count == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    unsigned int needed = 0;
+    for (size_t i = 0; i < g->process_count; i++) {
+        needed += g->processes[i].graphics == graphics;
+    }
+    if (needed == 0) {
+        *count = 0;
+        return NVML_SUCCESS;
+    }
+    if ((infos_v1 == NULL && infos_v2 == NULL) || *count < needed) {
+        *count = needed;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->process_count; i++) {
+        const process_t *p = &g->processes[i];
+        if (p->graphics != graphics) {
+            continue;
+        }
+        if (infos_v1 != NULL) {
+            infos_v1[n].pid = p->pid;
+            infos_v1[n].usedGpuMemory = p->used_memory;
+        } else {
+            infos_v2[n].pid = p->pid;
+            infos_v2[n].usedGpuMemory = p->used_memory;
+            infos_v2[n].gpuInstanceId = NO_INSTANCE;
+            infos_v2[n].computeInstanceId = NO_INSTANCE;
+        }
+        n++;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                         nvmlProcessInfo_v1_t *infos)
+{
+    ENTER(nvmlDeviceGetComputeRunningProcesses);
+    RETURN(running_processes(F_nvmlDeviceGetComputeRunningProcesses, device, 0, infoCount, infos, NULL));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                            nvmlProcessInfo_v2_t *infos)
+{
+    ENTER(nvmlDeviceGetComputeRunningProcesses_v2);
+    RETURN(running_processes(F_nvmlDeviceGetComputeRunningProcesses_v2, device, 0, infoCount, NULL, infos));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                          nvmlProcessInfo_v1_t *infos)
+{
+    ENTER(nvmlDeviceGetGraphicsRunningProcesses);
+    RETURN(running_processes(F_nvmlDeviceGetGraphicsRunningProcesses, device, 1, infoCount, infos, NULL));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                             nvmlProcessInfo_v2_t *infos)
+{
+    ENTER(nvmlDeviceGetGraphicsRunningProcesses_v2);
+    RETURN(running_processes(F_nvmlDeviceGetGraphicsRunningProcesses_v2, device, 1, infoCount, NULL, infos));
+}
+
+#if FAKENVML_PROFILE >= 535
+/* The v3 ABI is the v2 struct (nvmlProcessInfo_t); only the symbol name differs. */
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos)
+{
+    ENTER(nvmlDeviceGetComputeRunningProcesses_v3);
+    RETURN(running_processes(F_nvmlDeviceGetComputeRunningProcesses_v3, device, 0, infoCount, NULL, infos));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                             nvmlProcessInfo_t *infos)
+{
+    ENTER(nvmlDeviceGetGraphicsRunningProcesses_v3);
+    RETURN(running_processes(F_nvmlDeviceGetGraphicsRunningProcesses_v3, device, 1, infoCount, NULL, infos));
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Per-process utilization                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+static unsigned int count_newer_samples(const gpu_t *g, unsigned long long last_seen)
+{
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->sample_count; i++) {
+        n += g->samples[i].timestamp_us > last_seen;
+    }
+    return n;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+                                                    unsigned int *processSamplesCount,
+                                                    unsigned long long lastSeenTimeStamp)
+{
+    ENTER(nvmlDeviceGetProcessUtilization);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetProcessUtilization, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (processSamplesCount == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    unsigned int needed = count_newer_samples(g, lastSeenTimeStamp);
+    if (needed == 0) {
+        RETURN(NVML_ERROR_NOT_FOUND);
+    }
+    if (utilization == NULL || *processSamplesCount < needed) {
+        *processSamplesCount = needed;
+        RETURN(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->sample_count; i++) {
+        const sample_t *s = &g->samples[i];
+        if (s->timestamp_us <= lastSeenTimeStamp) {
+            continue;
+        }
+        utilization[n].pid = s->pid;
+        utilization[n].timeStamp = s->timestamp_us;
+        utilization[n].smUtil = s->sm;
+        utilization[n].memUtil = s->mem;
+        utilization[n].encUtil = s->enc;
+        utilization[n].decUtil = s->dec;
+        n++;
+    }
+    *processSamplesCount = n;
+    RETURN(NVML_SUCCESS);
+}
+
+#if FAKENVML_PROFILE >= 550
+EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                          nvmlProcessesUtilizationInfo_t *procesesUtilInfo)
+{
+    ENTER(nvmlDeviceGetProcessesUtilizationInfo);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetProcessesUtilizationInfo, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    nvmlProcessesUtilizationInfo_v1_t *info = procesesUtilInfo;
+    if (info == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if (info->version != nvmlProcessesUtilizationInfo_v1) {
+        RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    }
+    unsigned int needed = count_newer_samples(g, info->lastSeenTimeStamp);
+    if (needed == 0) {
+        RETURN(NVML_ERROR_NOT_FOUND);
+    }
+    if (info->procUtilArray == NULL || info->processSamplesCount < needed) {
+        info->processSamplesCount = needed;
+        RETURN(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->sample_count; i++) {
+        const sample_t *s = &g->samples[i];
+        if (s->timestamp_us <= info->lastSeenTimeStamp) {
+            continue;
+        }
+        nvmlProcessUtilizationInfo_v1_t *out = &info->procUtilArray[n++];
+        memset(out, 0, sizeof(*out));
+        out->pid = s->pid;
+        out->timeStamp = s->timestamp_us;
+        out->smUtil = s->sm;
+        out->memUtil = s->mem;
+        out->encUtil = s->enc;
+        out->decUtil = s->dec;
+    }
+    info->processSamplesCount = n;
+    RETURN(NVML_SUCCESS);
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* GPM (GPU performance monitoring, Hopper+)                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+#if FAKENVML_PROFILE >= 535
+#define GPM_SAMPLE_MAGIC 0x464b474du
+
+struct nvmlGpmSample_st {
+    unsigned int magic; /* catches freed or foreign pointers before they are trusted */
+    int taken;          /* nvmlGpmSampleGet has filled it */
+    unsigned int device_index;
+    long long timestamp_ns;
+    double sm_util;
+    double sm_occupancy;
+    double dram_bw_util;
+};
+
+static int gpm_sample_ok(const struct nvmlGpmSample_st *s)
+{
+    return s != NULL && s->magic == GPM_SAMPLE_MAGIC;
+}
+
+EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport)
+{
+    ENTER(nvmlGpmQueryDeviceSupport);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlGpmQueryDeviceSupport, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (gpmSupport == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION) {
+            rc = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        } else {
+            gpmSupport->isSupportedDevice = g->gpm_supported != 0;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample)
+{
+    ENTER(nvmlGpmSampleAlloc);
+    nvmlReturn_t rc = begin_system(F_nvmlGpmSampleAlloc);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (gpmSample == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    struct nvmlGpmSample_st *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        RETURN(NVML_ERROR_MEMORY);
+    }
+    s->magic = GPM_SAMPLE_MAGIC;
+    *gpmSample = s;
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)
+{
+    ENTER(nvmlGpmSampleFree);
+    nvmlReturn_t rc = begin_system(F_nvmlGpmSampleFree);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (!gpm_sample_ok(gpmSample)) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    gpmSample->magic = 0;
+    free(gpmSample);
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
+{
+    ENTER(nvmlGpmSampleGet);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlGpmSampleGet, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (!gpm_sample_ok(gpmSample)) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if (!g->gpm_supported) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    gpmSample->taken = 1;
+    gpmSample->device_index = (unsigned int)(g - g_state.gpus);
+    gpmSample->timestamp_ns = now_ns(CLOCK_MONOTONIC);
+    gpmSample->sm_util = g->gpm_sm_util;
+    gpmSample->sm_occupancy = g->gpm_sm_occupancy;
+    gpmSample->dram_bw_util = g->gpm_dram_bw_util;
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
+{
+    ENTER(nvmlGpmMetricsGet);
+    nvmlReturn_t rc = begin_system(F_nvmlGpmMetricsGet);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (metricsGet == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if (metricsGet->version != NVML_GPM_METRICS_GET_VERSION) {
+        RETURN(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    }
+    const struct nvmlGpmSample_st *s1 = metricsGet->sample1, *s2 = metricsGet->sample2;
+    if (!gpm_sample_ok(s1) || !gpm_sample_ok(s2) || !s1->taken || !s2->taken ||
+        s1->device_index != s2->device_index || metricsGet->numMetrics > NVML_GPM_METRIC_MAX) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    /* The samples belong to a GPU, so that GPU's injected errors (a lost GPU) apply here too. */
+    if (s2->device_index >= g_state.gpu_count) {
+        RETURN(NVML_ERROR_GPU_IS_LOST);
+    }
+    rc = gpu_error(&g_state.gpus[s2->device_index], F_nvmlGpmMetricsGet);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &metricsGet->metrics[i];
+        m->nvmlReturn = NVML_SUCCESS;
+        switch (m->metricId) {
+        case NVML_GPM_METRIC_SM_UTIL:
+            m->value = s2->sm_util;
+            m->metricInfo.shortName = "sm_util";
+            m->metricInfo.longName = "SM utilization";
+            m->metricInfo.unit = "%";
+            break;
+        case NVML_GPM_METRIC_SM_OCCUPANCY:
+            m->value = s2->sm_occupancy;
+            m->metricInfo.shortName = "sm_occupancy";
+            m->metricInfo.longName = "SM occupancy";
+            m->metricInfo.unit = "%";
+            break;
+        case NVML_GPM_METRIC_DRAM_BW_UTIL:
+            m->value = s2->dram_bw_util;
+            m->metricInfo.shortName = "dram_bw_util";
+            m->metricInfo.longName = "DRAM bandwidth utilization";
+            m->metricInfo.unit = "%";
+            break;
+        default:
+            m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+            m->value = 0.0;
+            m->metricInfo.shortName = NULL;
+            m->metricInfo.longName = NULL;
+            m->metricInfo.unit = NULL;
+            break;
+        }
+    }
+    RETURN(NVML_SUCCESS);
+}
+#endif

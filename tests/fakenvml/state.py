@@ -1,0 +1,277 @@
+"""Describe the fake GPUs and write them where the fake ``libnvidia-ml.so.1`` reads them.
+
+The library reads the file named by the ``FAKE_NVML_STATE`` environment variable and re-reads it
+whenever it changes, so a test builds a :class:`FakeState`, calls :func:`write_state`, exercises
+the code under test, then edits the state and writes it again. The on-disk format is documented
+in ``tests/fakenvml/README.md``; only this module should produce it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+STATE_ENV_VAR = "FAKE_NVML_STATE"
+
+#: NVML error names accepted in ``errors`` and ``init_error`` (``NVML_ERROR_`` prefix dropped).
+ERROR_NAMES = frozenset(
+    {
+        "UNINITIALIZED",
+        "INVALID_ARGUMENT",
+        "NOT_SUPPORTED",
+        "NO_PERMISSION",
+        "ALREADY_INITIALIZED",
+        "NOT_FOUND",
+        "INSUFFICIENT_SIZE",
+        "INSUFFICIENT_POWER",
+        "DRIVER_NOT_LOADED",
+        "TIMEOUT",
+        "IRQ_ISSUE",
+        "LIBRARY_NOT_FOUND",
+        "FUNCTION_NOT_FOUND",
+        "CORRUPTED_INFOROM",
+        "GPU_IS_LOST",
+        "RESET_REQUIRED",
+        "OPERATING_SYSTEM",
+        "LIB_RM_VERSION_MISMATCH",
+        "IN_USE",
+        "MEMORY",
+        "NO_DATA",
+        "VGPU_ECC_NOT_SUPPORTED",
+        "INSUFFICIENT_RESOURCES",
+        "FREQ_NOT_SUPPORTED",
+        "ARGUMENT_VERSION_MISMATCH",
+        "DEPRECATED",
+        "NOT_READY",
+        "GPU_NOT_FOUND",
+        "INVALID_STATE",
+        "RESET_TYPE_NOT_SUPPORTED",
+        "UNKNOWN",
+    }
+)
+
+_FORMAT_VERSION = "1"
+_MAX_TEXT_BYTES = 255  # the C side keeps strings in 256-byte buffers
+_U32 = 2**32 - 1
+_U64 = 2**64 - 1
+
+
+@dataclass
+class FakeProcess:
+    """A process holding GPU memory, as listed by ``nvmlDevice*RunningProcesses``."""
+
+    pid: int
+    used_memory: int  # bytes
+    kind: str = "compute"  # "compute" | "graphics"
+
+
+@dataclass
+class FakeSample:
+    """One per-process utilization sample, as returned by ``nvmlDeviceGetProcessUtilization``."""
+
+    pid: int
+    timestamp_us: int
+    sm: int
+    mem: int
+    enc: int = 0
+    dec: int = 0
+
+
+@dataclass
+class FakeGpu:
+    """One fake GPU; every field maps onto one NVML query (see the README's table)."""
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
+    memory_total: int = 85_899_345_920
+    memory_reserved: int = 536_870_912
+    memory_used: int = 0  # allocated bytes (v2 meaning); free = total - reserved - used
+    util_gpu: int = 0
+    util_memory: int = 0
+    temperature_c: int = 35
+    power_mw: int = 70_000
+    power_limit_mw: int = 700_000
+    fan_percent: int = 0
+    pstate: int = 0
+    clock_sm_mhz: int = 1980
+    clock_mem_mhz: int = 2619
+    clock_sm_max_mhz: int = 1980
+    clock_mem_max_mhz: int = 2619
+    pcie_tx_kbps: int = 0
+    pcie_rx_kbps: int = 0
+    clocks_event_reasons: int = 0
+    ecc_uncorrected_volatile: int = 0
+    gpm_supported: bool = True
+    gpm_sm_util: float = 0.0
+    gpm_sm_occupancy: float = 0.0
+    gpm_dram_bw_util: float = 0.0
+    processes: list[FakeProcess] = field(default_factory=list)
+    samples: list[FakeSample] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # NVML function name, or "*" for every device call
+
+
+@dataclass
+class FakeState:
+    """The whole fake system: its GPUs, versions and injected failures."""
+
+    gpus: list[FakeGpu] = field(default_factory=list)
+    driver_version: str | None = None  # None: the profile's default
+    nvml_version: str | None = None
+    cuda_version: int | None = None
+    init_error: str | None = None  # e.g. "DRIVER_NOT_LOADED", "LIB_RM_VERSION_MISMATCH", "NO_PERMISSION"
+    errors: dict[str, str] = field(default_factory=dict)  # system-level function name -> error name
+
+
+# Fields of FakeGpu written as plain "key value" lines, with the widest value NVML can carry.
+_TEXT_FIELDS = ("name", "uuid")
+_FLOAT_FIELDS = ("gpm_sm_util", "gpm_sm_occupancy", "gpm_dram_bw_util")
+_U64_FIELDS = (
+    "memory_total",
+    "memory_reserved",
+    "memory_used",
+    "clocks_event_reasons",
+    "ecc_uncorrected_volatile",
+)
+_LIST_FIELDS = ("processes", "samples", "errors")
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if "\n" in value or "\0" in value:
+        raise ValueError(f"{what} must not contain a newline or NUL: {value!r}")
+    if len(value.encode()) > _MAX_TEXT_BYTES:
+        raise ValueError(f"{what} is longer than {_MAX_TEXT_BYTES} bytes: {value!r}")
+    return value
+
+
+def _word(value: object, what: str) -> str:
+    text = _text(value, what)
+    if not text or any(c.isspace() for c in text):
+        raise ValueError(f"{what} must be a non-empty word without spaces: {value!r}")
+    return text
+
+
+def _uint(value: object, what: str, maximum: int) -> str:
+    # bool is an int subclass; True where a count is expected is almost certainly a mistake.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= maximum:
+        raise ValueError(f"{what} must be between 0 and {maximum}: {value}")
+    return str(value)
+
+
+def _float(value: object, what: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a float, not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be finite: {value}")
+    return repr(float(value))
+
+
+def _error_name(value: object, what: str) -> str:
+    name = _word(value, what)
+    if name not in ERROR_NAMES:
+        raise ValueError(f"{what}: unknown NVML error name {name!r} (expected e.g. 'NOT_SUPPORTED')")
+    return name
+
+
+def _error_lines(errors: dict[str, str], what: str) -> list[str]:
+    return [
+        f"error {_word(function, f'{what} key')} {_error_name(name, f'{what}[{function!r}]')}"
+        for function, name in errors.items()
+    ]
+
+
+def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
+    where = f"gpus[{index}]"
+    lines = ["gpu"]
+    for f in dataclasses.fields(gpu):
+        value = getattr(gpu, f.name)
+        what = f"{where}.{f.name}"
+        if f.name in _LIST_FIELDS:
+            continue
+        if f.name in _TEXT_FIELDS:
+            lines.append(f"{f.name} {_text(value, what)}")
+        elif f.name in _FLOAT_FIELDS:
+            lines.append(f"{f.name} {_float(value, what)}")
+        elif f.name == "gpm_supported":
+            if not isinstance(value, bool):
+                raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+            lines.append(f"{f.name} {int(value)}")
+        else:
+            lines.append(f"{f.name} {_uint(value, what, _U64 if f.name in _U64_FIELDS else _U32)}")
+    for i, p in enumerate(gpu.processes):
+        what = f"{where}.processes[{i}]"
+        if p.kind not in ("compute", "graphics"):
+            raise ValueError(f"{what}.kind must be 'compute' or 'graphics': {p.kind!r}")
+        pid = _uint(p.pid, what + ".pid", _U32)
+        lines.append(f"process {pid} {_uint(p.used_memory, what + '.used_memory', _U64)} {p.kind}")
+    for i, s in enumerate(gpu.samples):
+        what = f"{where}.samples[{i}]"
+        numbers = [
+            _uint(s.pid, what + ".pid", _U32),
+            _uint(s.timestamp_us, what + ".timestamp_us", _U64),
+            *(_uint(getattr(s, k), f"{what}.{k}", _U32) for k in ("sm", "mem", "enc", "dec")),
+        ]
+        lines.append("sample " + " ".join(numbers))
+    lines.extend(_error_lines(gpu.errors, f"{where}.errors"))
+    return lines
+
+
+def render_state(state: FakeState) -> str:
+    """Serialise ``state`` to the line format the C library parses.
+
+    Args:
+        state: The state to serialise.
+
+    Returns:
+        The file contents.
+
+    Raises:
+        TypeError: A field has the wrong type.
+        ValueError: A value cannot be represented (newline in a name, unknown error name, ...).
+    """
+    lines = [f"fakenvml {_FORMAT_VERSION}"]
+    if state.driver_version is not None:
+        lines.append(f"driver_version {_text(state.driver_version, 'driver_version')}")
+    if state.nvml_version is not None:
+        lines.append(f"nvml_version {_text(state.nvml_version, 'nvml_version')}")
+    if state.cuda_version is not None:
+        lines.append(f"cuda_version {_uint(state.cuda_version, 'cuda_version', 2**31 - 1)}")
+    if state.init_error is not None:
+        lines.append(f"init_error {_error_name(state.init_error, 'init_error')}")
+    lines.extend(_error_lines(state.errors, "errors"))
+    for index, gpu in enumerate(state.gpus):
+        lines.extend(_gpu_lines(index, gpu))
+    return "\n".join(lines) + "\n"
+
+
+def write_state(path: str | os.PathLike, state: FakeState) -> None:
+    """Write atomically: temp file in the same dir + os.replace.
+
+    The library may read the file at any moment from another thread or process; the rename
+    guarantees it sees either the old or the new state, never half of one.
+
+    Args:
+        path: Where to write; normally the value of ``$FAKE_NVML_STATE``.
+        state: The state to write.
+
+    Raises:
+        TypeError: A field has the wrong type.
+        ValueError: A value cannot be represented.
+    """
+    text = render_state(state)  # validate before touching the file system
+    target = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=".fakenvml-", suffix=".tmp", dir=os.path.dirname(target) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
