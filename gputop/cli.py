@@ -6,6 +6,7 @@ Errors in the arguments print one line on stderr and exit 2, never a traceback o
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -100,7 +101,8 @@ def _once(as_json: bool, pid: int | None) -> int:
         snap = maker.one_shot()
     finally:
         maker.close()
-    sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap, width))
     sys.stdout.flush()
     return 0
 

@@ -184,8 +184,11 @@ def _gpu_row(g: Gpu) -> list[str]:
     ]
 
 
-def render_text(snap: Snapshot, width: int = 120) -> str:
-    """The snapshot as a plain table for terminals and logs: header, GPUs, then processes."""
+def render_text(snap: Snapshot, width: int | None = None) -> str:
+    """The snapshot as a plain table for terminals and logs: header, GPUs, then processes.
+
+    ``width`` cuts process rows (long command lines) to the terminal; None keeps them whole, for files and pipes.
+    """
     driver = snap.driver
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.time))
     lines = [f"{snap.host.hostname}  {stamp}"]
