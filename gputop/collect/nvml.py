@@ -98,8 +98,9 @@ def cuda_version_text(version: int) -> str:
 
 
 class _GpuLost(Exception):
-    def __init__(self, reason: str) -> None:
+    def __init__(self, state: str, reason: str) -> None:
         super().__init__(reason)
+        self.state = state
         self.reason = reason
 
 
@@ -131,6 +132,7 @@ class _GpuSlot:
     max_clocks: tuple[int | None, int | None] | None = None
     unsupported: dict[str, str] = field(default_factory=dict)
     lost_reason: str | None = None
+    lost_state: str = GPU_LOST_STATE
     retry_at: float = 0.0
     slow: dict[str, Any] = field(default_factory=dict)
     slow_reasons: dict[str, str] = field(default_factory=dict)
@@ -248,7 +250,7 @@ class NvmlCollector:
             slot.handle = pynvml.nvmlDeviceGetHandleByIndex(slot.index)
         except Exception as exc:
             slot.handle = None
-            slot.lost_reason = self._lost_reason(exc)
+            slot.lost_state, slot.lost_reason = self._lost_reason(exc)
             slot.retry_at = now + self.retry_lost_after_s
             return
         slot.lost_reason = None
@@ -258,15 +260,16 @@ class NvmlCollector:
             slot.uuid = self._system(lambda: pynvml.nvmlDeviceGetUUID(slot.handle))
 
     @staticmethod
-    def _lost_reason(exc: BaseException) -> str:
+    def _lost_reason(exc: BaseException) -> tuple[str, str]:
+        """The card state and the reason for a GPU that cannot be read at all."""
         code = _nvml_code(exc)
         if code == _GPU_IS_LOST:
-            return "GPU is lost (fell off the bus): it needs a reset or a reboot"
+            return GPU_LOST_STATE, "GPU is lost (fell off the bus): it needs a reset or a reboot"
         if code == _RESET_REQUIRED:
-            return "GPU requires a reset"
+            return GPU_LOST_STATE, "GPU requires a reset"
         if code == _NO_PERMISSION:
-            return "no permission to open this GPU"
-        return f"GPU could not be opened: {_text(exc)}"
+            return GPU_ERROR, "no permission to open this GPU"
+        return GPU_ERROR, f"GPU could not be opened: {_text(exc)}"
 
     # -- one NVML call ---------------------------------------------------------------------------------------
 
@@ -283,7 +286,7 @@ class NvmlCollector:
         except Exception as exc:
             code = _nvml_code(exc)
             if code in (_GPU_IS_LOST, _RESET_REQUIRED):
-                raise _GpuLost(self._lost_reason(exc)) from exc
+                raise _GpuLost(*self._lost_reason(exc)) from exc
             if code == _NOT_SUPPORTED:
                 slot.unsupported[key] = UNSUPPORTED
                 return None, UNSUPPORTED
@@ -319,7 +322,7 @@ class NvmlCollector:
             try:
                 gpu = self._read_gpu(slot, slow)
             except _GpuLost as lost:
-                slot.lost_reason = lost.reason
+                slot.lost_state, slot.lost_reason = lost.state, lost.reason
                 slot.retry_at = now + self.retry_lost_after_s
                 slot.processes = []
                 self._drop_gpm(slot)
@@ -330,9 +333,13 @@ class NvmlCollector:
         return gpus, processes
 
     def _lost_gpu(self, slot: _GpuSlot) -> Gpu:
-        reason = slot.lost_reason or "GPU unavailable"
-        state = GPU_LOST_STATE if "lost" in reason or "reset" in reason else GPU_ERROR
-        return Gpu(index=slot.index, uuid=slot.uuid, name=slot.name, state=state, reason=reason)
+        return Gpu(
+            index=slot.index,
+            uuid=slot.uuid,
+            name=slot.name,
+            state=slot.lost_state,
+            reason=slot.lost_reason or "GPU unavailable",
+        )
 
     def _read_gpu(self, slot: _GpuSlot, slow: bool) -> Gpu:
         h = slot.handle
@@ -600,7 +607,7 @@ class NvmlCollector:
             if code == _NOT_FOUND:
                 fresh = []  # no samples newer than the last one: nothing ran since, not an error
             elif code in (_GPU_IS_LOST, _RESET_REQUIRED):
-                raise _GpuLost(self._lost_reason(exc)) from exc
+                raise _GpuLost(*self._lost_reason(exc)) from exc
             elif code in (_NOT_SUPPORTED, _FUNCTION_NOT_FOUND):
                 slot.unsupported["process_utilization"] = UNSUPPORTED if code == _NOT_SUPPORTED else NOT_IN_DRIVER
                 return {}, slot.unsupported["process_utilization"]
