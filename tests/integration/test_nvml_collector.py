@@ -332,3 +332,12 @@ def test_no_gpus_is_an_empty_reading_not_an_error(fake_driver, collector):
 
     assert collector.driver.status == "ok"
     assert (gpus, processes) == ([], [])
+
+
+def test_gpu_that_cannot_be_opened_is_an_error_card(fake_driver, collector):
+    fake_driver(FakeState(gpus=[h100(0, errors={"*": "NO_PERMISSION"}), h100(1)]))
+
+    gpus, _ = collector.read(slow=True)
+
+    assert (gpus[0].state, gpus[0].reason) == ("error", "no permission to open this GPU")
+    assert gpus[1].state == GPU_OK
