@@ -108,6 +108,15 @@ def _once(as_json: bool, pid: int | None) -> int:
 
 
 def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:
-    from gputop.ui.app import run_dashboard
-
+    try:
+        from gputop.ui.app import run_dashboard
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("textual", "rich"):
+            raise
+        print(
+            "gputop: error: the dashboard needs Textual (pip install textual); "
+            "gputop --once and --json work without it",
+            file=sys.stderr,
+        )
+        return 1
     return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly)

@@ -224,3 +224,37 @@ def test_pids_from_another_namespace_are_flagged_inside_a_new_pid_namespace(driv
     assert p["visible"] is False
     assert p["command"] is None
     assert any("--pid=host" in n for n in doc["notices"])
+
+
+def run_without(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run gputop in a Python where importing ``module`` fails, as on a machine without that package."""
+    code = f"import sys; sys.modules[{module!r}] = None; from gputop.cli import main; raise SystemExit(main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+
+
+def test_once_and_json_work_without_textual(driver):
+    driver.write(training_box(1, []))
+
+    result = run_without("textual", "--json", env=driver.env())
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["gpus"][0]["index"] == 0
+
+
+def test_dashboard_without_textual_says_how_to_get_it():
+    result = run_without("textual")
+
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "gputop: error: the dashboard needs Textual (pip install textual); gputop --once and --json work without it"
+    )
+
+
+def test_without_nvidia_ml_py_the_driver_is_unavailable_with_the_reason(driver):
+    driver.write(training_box(1, []))
+
+    result = run_without("pynvml", "--json", env=driver.env())
+
+    doc = json.loads(result.stdout)
+    assert doc["driver"]["status"] == "unavailable"
+    assert "nvidia-ml-py" in doc["driver"]["reason"]
