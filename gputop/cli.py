@@ -71,7 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pid", type=_pid, metavar="PID", help="focus on one process, its children and workers")
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    stream = commands.add_parser("stream", help="print one JSON snapshot per line, every interval, until stopped")
+    stream.add_argument("-d", "--interval", type=_interval, default=1.0, metavar="SECONDS", dest="stream_interval")
+    stream.add_argument("-n", "--count", type=_count, metavar="N", help="stop after N snapshots")
     return parser
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gputop: error: {exc}", file=sys.stderr)
         return 2
     try:
+        if args.command == "stream":
+            return _stream(args.stream_interval, args.count, args.pid)
         if args.once or args.json:
             return _once(args.json, args.pid)
         return _watch(args.interval, args.pid, args.readonly)
@@ -105,6 +121,30 @@ def _once(as_json: bool, pid: int | None) -> int:
     sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap, width))
     sys.stdout.flush()
     return 0
+
+
+def _stream(interval_s: float, count: int | None, pid: int | None) -> int:
+    """One compact JSON document per line: the same schema as --json, for other programs (and remote hosts)."""
+    import json
+    import time
+
+    from gputop.collect.sampler import SnapshotMaker
+    from gputop.output import snapshot_to_dict
+
+    maker = SnapshotMaker(focus_pid=pid)
+    try:
+        snap = maker.one_shot()
+        written = 0
+        while True:
+            sys.stdout.write(json.dumps(snapshot_to_dict(snap), separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+            written += 1
+            if count is not None and written >= count:
+                return 0
+            time.sleep(max(0.0, interval_s - (time.time() - snap.time)))
+            snap = maker.snapshot()
+    finally:
+        maker.close()
 
 
 def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:

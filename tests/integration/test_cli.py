@@ -175,7 +175,9 @@ def test_driver_faults_give_a_clear_line_and_exit_0(driver, init_error, words):
         (["--pid", "abc"], "not a process id"),
         (["--pid", "-3"], "not a process id"),
         (["--pid", "4000000"], "no process with PID 4000000"),
-        (["extra"], "unrecognized arguments: extra"),
+        (["extra"], "invalid choice: 'extra'"),
+        (["stream", "-n", "0"], "must be at least 1"),
+        (["stream", "--interval", "0.01"], "must be at least 0.1 seconds"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args, message):
@@ -258,3 +260,30 @@ def test_without_nvidia_ml_py_the_driver_is_unavailable_with_the_reason(driver):
     doc = json.loads(result.stdout)
     assert doc["driver"]["status"] == "unavailable"
     assert "nvidia-ml-py" in doc["driver"]["reason"]
+
+
+def test_stream_prints_one_json_snapshot_per_line(driver):
+    driver.write(training_box(2, []))
+
+    result = gputop("stream", "--interval", "0.1", "--count", "3", env=driver.env())
+
+    assert result.returncode == 0, result.stderr
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(docs) == 3
+    assert [len(d["gpus"]) for d in docs] == [2, 2, 2]
+    assert docs[0]["time"] < docs[1]["time"] < docs[2]["time"]
+
+
+def test_stream_stops_quietly_when_the_reader_goes_away(driver):
+    driver.write(training_box(1, []))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputop", "stream", "-d", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=driver.env(),
+    )
+    proc.stdout.readline()
+    proc.stdout.close()
+
+    assert proc.wait(timeout=10) == 0
+    assert b"Traceback" not in proc.stderr.read()
