@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gputop import __version__
 
@@ -36,14 +36,23 @@ def _interval(text: str) -> float:
     return value
 
 
-def _pid(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a process id: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"not a process id: {text!r}")
-    return value
+def _positive_int(what: str) -> Callable[[str], int]:
+    """An argparse type for whole numbers from 1 up, named ``what`` in its error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}")
+        return value
+
+    return parse
+
+
+_pid = _positive_int("a process id")
+_count = _positive_int("a count of 1 or more")
 
 
 def _check_pid_exists(pid: int) -> None:
@@ -76,16 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("-d", "--interval", type=_interval, default=1.0, metavar="SECONDS", dest="stream_interval")
     stream.add_argument("-n", "--count", type=_count, metavar="N", help="stop after N snapshots")
     return parser
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

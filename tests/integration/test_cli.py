@@ -176,7 +176,7 @@ def test_driver_faults_give_a_clear_line_and_exit_0(driver, init_error, words):
         (["--pid", "-3"], "not a process id"),
         (["--pid", "4000000"], "no process with PID 4000000"),
         (["extra"], "invalid choice: 'extra'"),
-        (["stream", "-n", "0"], "must be at least 1"),
+        (["stream", "-n", "0"], "not a count of 1 or more: '0'"),
         (["stream", "--interval", "0.01"], "must be at least 0.1 seconds"),
     ],
 )
