@@ -84,6 +84,46 @@ def build_parser() -> argparse.ArgumentParser:
     stream = commands.add_parser("stream", help="print one JSON snapshot per line, every interval, until stopped")
     stream.add_argument("-d", "--interval", type=_interval, default=1.0, metavar="SECONDS", dest="stream_interval")
     stream.add_argument("-n", "--count", type=_count, metavar="N", help="stop after N snapshots")
+    export = commands.add_parser(
+        "export",
+        help="serve the snapshot as Prometheus metrics, or write it for node_exporter (docs/exporter.md)",
+        description="Serve GPU and host metrics in the Prometheus text format on --listen (default "
+        "127.0.0.1:9400, this machine only), and/or write them to DIR/gputop.prom for node_exporter's textfile "
+        "collector, refreshed every interval.",
+    )
+    export.add_argument("--listen", metavar="HOST:PORT", help="address to serve on (default 127.0.0.1:9400)")
+    export.add_argument("--textfile", metavar="DIR", help="write DIR/gputop.prom atomically every interval")
+    export.add_argument(
+        "-d",
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        dest="export_interval",
+        help="seconds between refreshes (default 1.0)",
+    )
+    export.add_argument(
+        "--per-process", action="store_true", help="add per-process series labelled by GPU and PID (no command lines)"
+    )
+    run = commands.add_parser(
+        "run",
+        help="run a training command with the probe active and watch it: gputop run [--headless] -- CMD ARGS...",
+        description="Start CMD with gputop's probe active in every Python process it starts, show the dashboard "
+        "focused on it, forward signals to it, and exit with its exit status.",
+    )
+    run.add_argument("--headless", action="store_true", help="no dashboard: print a one-line status now and then")
+    run.add_argument(
+        "--report-json", action="store_true", help="at exit, print the job's last training view as JSON on stdout"
+    )
+    run.add_argument(
+        "-d",
+        "--interval",
+        type=_interval,
+        metavar="SECONDS",
+        dest="run_interval",
+        help="dashboard: seconds between updates (default 1.0); headless: between status lines (default 5.0)",
+    )
+    run.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     return parser
 
 
@@ -96,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gputop: error: {exc}", file=sys.stderr)
         return 2
     try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "export":
+            return _export(args)
         if args.command == "stream":
             return _stream(args.stream_interval, args.count, args.pid)
         if args.once or args.json:
@@ -144,6 +188,22 @@ def _stream(interval_s: float, count: int | None, pid: int | None) -> int:
             snap = maker.snapshot()
     finally:
         maker.close()
+
+
+def _export(args: argparse.Namespace) -> int:
+    from gputop.export.exporter import run_exporter
+
+    return run_exporter(args.listen, args.textfile, args.export_interval, args.per_process)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gputop.launch import run
+
+    command = args.run_command[1:] if args.run_command[:1] == ["--"] else args.run_command
+    if not command:
+        print("gputop: error: no command to run: gputop run [--headless] -- CMD ARGS...", file=sys.stderr)
+        return 2
+    return run(command, headless=args.headless, report_json=args.report_json, interval_s=args.run_interval)
 
 
 def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:

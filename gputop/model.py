@@ -176,6 +176,7 @@ class Snapshot:
     host_processes: tuple[HostProcess, ...] = ()
     focus_pid: int | None = None
     notices: tuple[str, ...] = ()
+    training: tuple[TrainingView, ...] = ()
 
     def host_process(self, pid: int) -> HostProcess | None:
         """The host side of a watched PID, if the snapshot has it."""
@@ -183,3 +184,247 @@ class Snapshot:
             if proc.pid == pid:
                 return proc
         return None
+
+    def training_view(self, pid: int) -> TrainingView | None:
+        """The training view of a PID, if the snapshot has one."""
+        for view in self.training:
+            if view.pid == pid:
+                return view
+        return None
+
+
+# -- the training view ------------------------------------------------------------------------------------------
+
+ROLE_TRAINING = "training"
+ROLE_TORCHRUN_AGENT = "torchrun agent"
+
+PIN_ON = "on"
+PIN_OFF = "off"
+PIN_UNKNOWN = "unknown"
+
+MAIN_WAITING = "waiting"
+MAIN_RUNNING = "running"
+MAIN_MIXED = "mixed"
+
+PROBE_OK = "ok"
+PROBE_NONE = "none"
+PROBE_STALE = "stale"
+PROBE_MALFORMED = "malformed"
+PROBE_FOREIGN = "foreign owner"
+
+NO_WORKERS = "no workers"
+IDLE = "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    """A DataLoader worker: a process named ``pt_data_worker`` below a training process.
+
+    ``worker_id`` is its index in the DataLoader, known only from the probe. ``uss_bytes`` is the memory only
+    this worker holds (its RSS counts pages it shares with the training process after a fork).
+    """
+
+    pid: int
+    parent_pid: int | None = None
+    worker_id: int | None = None
+    status: str | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    uss_bytes: int | None = None
+    age_s: float | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class PinMemoryStatus:
+    """Whether the job pins batches in page-locked memory: ``on``, ``off`` or ``unknown``, and why gputop thinks so.
+
+    From outside, pinning shows as a thread named ``pt_data_pin`` in the training process, which exists only
+    while a DataLoader with workers pins; ``source`` is ``threads`` for that, ``probe`` for the probe's report.
+    """
+
+    state: str = PIN_UNKNOWN
+    evidence: str = ""
+    source: str | None = None
+    thread_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MainThread:
+    """What the training process's main thread is doing.
+
+    ``cpu_percent`` covers the last tick, ``busy_share`` (0-1) the last few ticks; ``activity`` reads them as
+    ``waiting`` (mostly asleep, e.g. in poll or a futex on the DataLoader's queue), ``running`` or ``mixed``.
+    ``wait_channel`` is the kernel function it sleeps in at this tick (``/proc/PID/wchan``).
+    """
+
+    status: str | None = None
+    wait_channel: str | None = None
+    cpu_percent: float | None = None
+    busy_share: float | None = None
+    activity: str | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderConfig:
+    """A DataLoader's settings, either as the job asked for them or as the iterator really runs them."""
+
+    batch_size: int | None = None
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    pin_memory_device: str | None = None
+    prefetch_factor: int | None = None
+    persistent_workers: bool | None = None
+    start_method: str | None = None
+    drop_last: bool | None = None
+    timeout_s: float | None = None
+
+
+LOADER_CONFIG_FIELDS = (
+    "batch_size",
+    "num_workers",
+    "pin_memory",
+    "pin_memory_device",
+    "prefetch_factor",
+    "persistent_workers",
+    "start_method",
+    "drop_last",
+    "timeout_s",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderView:
+    """One DataLoader of the job, as the probe reports it.
+
+    Timing covers the last ``window_s`` seconds: ``data_wait_share`` is the share of that time the training loop
+    spent blocked on ``next(iterator)``; ``samples_per_s`` is ``steps_per_s`` times the batch size.
+    ``waiting_now_s`` is how long the loop has been blocked on the current batch, ``None`` when it is not.
+    """
+
+    loader_id: int
+    requested: LoaderConfig = field(default_factory=LoaderConfig)
+    effective: LoaderConfig = field(default_factory=LoaderConfig)
+    worker_pids: tuple[int, ...] = ()
+    passes: int = 0
+    batches: int = 0
+    window_s: float | None = None
+    window_batches: int = 0
+    data_wait_share: float | None = None
+    steps_per_s: float | None = None
+    samples_per_s: float | None = None
+    waiting_now_s: float | None = None
+    last_batch_age_s: float | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def overridden(self) -> tuple[str, ...]:
+        """Settings that are not in effect as requested (``pin_memory`` on a machine without an accelerator)."""
+        return tuple(
+            name
+            for name in LOADER_CONFIG_FIELDS
+            if getattr(self.requested, name) is not None
+            and getattr(self.effective, name) is not None
+            and getattr(self.requested, name) != getattr(self.effective, name)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CudaMemory:
+    """One CUDA device as PyTorch's caching allocator sees it (``torch.cuda.memory_stats``).
+
+    ``device`` is the job's CUDA ordinal (after ``CUDA_VISIBLE_DEVICES``); ``gpu_index`` the NVML index it maps
+    to by UUID, and ``nvml_process_bytes`` what NVML reports this process holds there (reserved plus the CUDA
+    context and libraries).
+    """
+
+    device: int
+    uuid: str | None = None
+    gpu_index: int | None = None
+    allocated_bytes: int | None = None
+    reserved_bytes: int | None = None
+    active_bytes: int | None = None
+    inactive_split_bytes: int | None = None
+    allocated_peak_bytes: int | None = None
+    reserved_peak_bytes: int | None = None
+    num_alloc_retries: int | None = None
+    num_ooms: int | None = None
+    num_device_alloc: int | None = None
+    num_device_free: int | None = None
+    nvml_process_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedHostMemory:
+    """Page-locked host memory held by PyTorch's pinned allocator (``torch.cuda.host_memory_stats``)."""
+
+    allocated_bytes: int | None = None
+    allocated_peak_bytes: int | None = None
+    active_bytes: int | None = None
+    num_host_alloc: int | None = None
+    num_host_free: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReport:
+    """What the in-process probe last reported, or why there is nothing to trust.
+
+    ``status`` is ``ok``, ``none`` (no report for this process), ``stale`` (not rewritten lately: the process may
+    be frozen), ``malformed`` or ``foreign owner``; only an ``ok`` report carries data. ``failures`` counts the
+    probe's own errors, which it swallows rather than raise into the training loop.
+    """
+
+    status: str = PROBE_NONE
+    reason: str | None = None
+    age_s: float | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    torch_version: str | None = None
+    loaders: tuple[LoaderView, ...] = ()
+    cuda: tuple[CudaMemory, ...] = ()
+    pinned_host: PinnedHostMemory | None = None
+    cuda_reason: str | None = None
+    failures: int = 0
+    last_failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == PROBE_OK
+
+    @property
+    def active_loader(self) -> LoaderView | None:
+        """The DataLoader the job iterates now: the one whose last batch is the most recent."""
+        if not self.loaders:
+            return None
+        return min(self.loaders, key=lambda v: float("inf") if v.last_batch_age_s is None else v.last_batch_age_s)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingView:
+    """A training process and its input pipeline: what /proc shows from outside, plus the probe's report.
+
+    ``ranks`` are training processes started below this one (the ranks under a torchrun agent).
+    ``workers_cpu_percent`` is the workers' summed CPU % (100 = one core) against ``usable_cpu_count``, the
+    training process's affinity mask. ``workers_replaced`` counts the times its whole worker set was replaced
+    by new processes, which happens every epoch with ``persistent_workers=False``.
+    """
+
+    pid: int
+    role: str = ROLE_TRAINING
+    name: str | None = None
+    ranks: tuple[int, ...] = ()
+    workers: tuple[Worker, ...] = ()
+    worker_start_method: str | None = None
+    workers_cpu_percent: float | None = None
+    usable_cpu_count: int | None = None
+    workers_replaced: int = 0
+    pin_memory: PinMemoryStatus = field(default_factory=PinMemoryStatus)
+    main_thread: MainThread = field(default_factory=MainThread)
+    probe: ProbeReport = field(default_factory=ProbeReport)
+
+    @property
+    def loader(self) -> LoaderView | None:
+        """The DataLoader the job iterates now, from the probe."""
+        return self.probe.active_loader

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
-from gputop.model import GPU_OK, Gpu, GpuProcess, HostInfo, Snapshot
+from gputop.model import GPU_OK, Gpu, GpuProcess, HostInfo, Snapshot, TrainingView
 
 SCHEMA = 1
 
@@ -97,7 +99,23 @@ def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
         "gpus": [_record(g, GPU_KEYS) for g in snap.gpus],
         "processes": [_record(p, PROCESS_KEYS) for p in snap.processes],
         "notices": list(snap.notices),
+        "training": [training_to_dict(v) for v in snap.training],
     }
+
+
+def training_to_dict(view: TrainingView) -> dict[str, Any]:
+    """A training view with every model field under its own name, nested views as objects (docs/training.md)."""
+    return _fields(view)
+
+
+def _fields(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _fields(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: _fields(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_fields(v) for v in value]
+    return value
 
 
 def snapshot_to_json(snap: Snapshot, indent: int | None = 2) -> str:

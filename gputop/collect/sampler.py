@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from gputop.collect.host import HostCollector
 from gputop.collect.nvml import NvmlCollector, NvmlProcess
+from gputop.collect.training import TrainingCollector
 from gputop.model import GpuProcess, HostProcess, Snapshot, frozen_reasons
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,12 @@ class SnapshotMaker:
         slow_interval_s: float = SLOW_INTERVAL_S,
         nvml: NvmlCollector | None = None,
         host: HostCollector | None = None,
+        training: TrainingCollector | None = None,
     ) -> None:
         self.focus_pid = focus_pid
         self.nvml = nvml or NvmlCollector()
         self.host = host or HostCollector()
+        self.training = training or TrainingCollector()
         self.slow_interval_s = slow_interval_s
         self._last_slow = -float("inf")
         self._related: set[int] = set()
@@ -85,17 +88,20 @@ class SnapshotMaker:
             self._last_slow = now
         gpus, gpu_processes = self.nvml.read(slow)
         gpu_pids = {p.pid for p in gpu_processes}
+        roots = gpu_pids if self.focus_pid is None else gpu_pids | {self.focus_pid}
         if slow:
-            roots = gpu_pids if self.focus_pid is None else gpu_pids | {self.focus_pid}
             self._related = self.host.related(roots)
-        hosts = self.host.processes(self._related | gpu_pids)
+        hosts = self.host.processes(self._related | gpu_pids | self.training.new_pids())
         processes = [merge_process(p, hosts[p.pid]) for p in gpu_processes]
         notices = list(self.nvml.notices)
         hidden = namespace_notice(processes)
         if hidden:
             notices.append(hidden)
+        stamp = time.time()
+        focus_first = ([self.focus_pid] if self.focus_pid is not None else []) + sorted(gpu_pids)
+        training = self.training.read(focus_first, hosts, gpus, processes, slow, stamp, self.focus_pid)
         return Snapshot(
-            time=time.time(),
+            time=stamp,
             host=self.host.host_info(),
             driver=self.nvml.driver,
             gpus=tuple(gpus),
@@ -103,6 +109,7 @@ class SnapshotMaker:
             host_processes=tuple(hosts[pid] for pid in sorted(hosts)),
             focus_pid=self.focus_pid,
             notices=tuple(notices),
+            training=training,
         )
 
     def one_shot(self, window_s: float = 0.12) -> Snapshot:
@@ -114,7 +121,9 @@ class SnapshotMaker:
         started = time.monotonic()
         _, first = self.nvml.read(slow=True)
         roots = {p.pid for p in first} | ({self.focus_pid} if self.focus_pid is not None else set())
-        self.host.prime(self.host.related(roots))
+        related = self.host.related(roots)
+        self.host.prime(related)
+        self.training.prime(related)
         self.host.host_info()
         remaining = window_s - (time.monotonic() - started)
         if remaining > 0:

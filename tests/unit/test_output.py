@@ -65,7 +65,7 @@ def test_zero_stays_zero_in_json():
 def test_json_top_level_keys_are_stable():
     doc = snapshot_to_dict(snapshot())
 
-    assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices"]
+    assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices", "training"]
     assert doc["schema"] == 1
     assert doc["time"] == 1_700_000_000.0
 

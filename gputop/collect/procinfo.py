@@ -1,0 +1,71 @@
+"""The /proc reads of the training view beyond ``/proc/PID/stat``: a process's main thread, its threads' names,
+its affinity mask and its unique memory. Each returns None (or a reason) for a process that is gone or not ours.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gputop.collect.procstat import ProcStat, parse_stat
+from gputop.model import ACCESS_DENIED, PROCESS_EXITED
+
+
+def main_thread_stat(pid: int) -> ProcStat | None:
+    """The main thread's own stat (``/proc/PID/stat`` sums CPU time over all threads)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
+            return parse_stat(f.read().decode(errors="replace"))
+    except OSError:
+        return None
+
+
+def wait_channel(pid: int) -> str | None:
+    """The kernel function the main thread sleeps in (``do_sys_poll``, ``futex_wait_queue``...), if shown."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    # gcc suffixes (do_sys_poll.isra.0, poll_schedule_timeout.constprop.0) say nothing to a reader
+    return None if text in ("", "0") else text.split(".")[0]
+
+
+def threads_named(pid: int, name: str) -> tuple[int, ...]:
+    found = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return ()
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().rstrip("\n") == name:
+                    found.append(int(tid))
+        except OSError:
+            continue
+    return tuple(sorted(found))
+
+
+def usable_cpu_count(pid: int) -> int | None:
+    try:
+        return len(os.sched_getaffinity(pid))
+    except OSError:
+        return None
+
+
+def uss_bytes(pid: int) -> tuple[int | None, str | None]:
+    """Memory only this process holds: the private pages of ``smaps_rollup`` (as psutil's ``uss``)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None, PROCESS_EXITED
+    except PermissionError:
+        return None, ACCESS_DENIED
+    except OSError as exc:
+        return None, f"error: {exc.strerror}"
+    total = 0
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:", "Private_Hugetlb:")):
+            total += int(line.split()[1]) * 1024
+    return total, None

@@ -1,0 +1,210 @@
+"""A snapshot as Prometheus metric families: pure, so it is tested with plain model values.
+
+Names follow Prometheus conventions: the ``gputop_`` prefix, base units in the name (bytes, seconds, watts,
+hertz, celsius), shares as ratios from 0 to 1, ``_total`` on counters. GPU series carry the labels ``gpu``
+(NVML index), ``uuid`` and ``name``. A value that could not be read has no sample at all (never a made-up 0);
+a GPU that cannot be read has ``gputop_gpu_up 0``.
+
+Privacy: no series ever carries a command line, an environment variable, a user name or a host process name.
+Per-process series (labels ``gpu`` and ``pid`` only) exist only when asked for, because every new PID is a new
+series in Prometheus.
+
+``snapshot_families`` is the seam for more metrics computed from snapshots: the advisor's findings join as another
+function from snapshots to families, called next to it in ``SnapshotCollector.collect``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+# The collector owns NVML's vocabulary of clock-event (throttle) reasons; every one is exported as 0 or 1.
+from gputop.collect.nvml import CLOCK_EVENT_REASONS
+from gputop.model import GPU_OK, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
+
+GPU_LABELS = ("gpu", "uuid", "name")
+PROCESS_LABELS = ("gpu", "pid")
+THROTTLE_REASONS = tuple(name for _, name in CLOCK_EVENT_REASONS)
+
+Number = float | int | None
+
+
+def ratio(percent: Number) -> float | None:
+    """A percentage (0-100) as the 0-1 ratio Prometheus expects."""
+    return None if percent is None else percent / 100
+
+
+def hertz(mhz: Number) -> float | None:
+    return None if mhz is None else mhz * 1_000_000
+
+
+# (metric name, help, how to read it from a Gpu): one gauge each, labelled with GPU_LABELS.
+GPU_GAUGES: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
+    ("gputop_gpu_memory_total_bytes", "Memory on the GPU.", lambda g: g.memory_total_bytes),
+    ("gputop_gpu_memory_used_bytes", "GPU memory allocated by processes.", lambda g: g.memory_used_bytes),
+    ("gputop_gpu_memory_free_bytes", "GPU memory free for allocation.", lambda g: g.memory_free_bytes),
+    (
+        "gputop_gpu_memory_reserved_bytes",
+        "GPU memory reserved by the driver and firmware.",
+        lambda g: g.memory_reserved_bytes,
+    ),
+    (
+        "gputop_gpu_busy_ratio",
+        "Share of the last sample period in which any kernel ran (NVML utilization.gpu); not SM activity.",
+        lambda g: ratio(g.utilization_gpu_percent),
+    ),
+    (
+        "gputop_gpu_memory_busy_ratio",
+        "Share of the last sample period in which device memory was read or written (NVML utilization.memory).",
+        lambda g: ratio(g.utilization_memory_percent),
+    ),
+    (
+        "gputop_gpu_sm_activity_ratio",
+        "Share of streaming multiprocessors busy (NVML GPM SM utilization; Hopper and newer).",
+        lambda g: ratio(g.sm_activity_percent),
+    ),
+    ("gputop_gpu_temperature_celsius", "GPU core temperature.", lambda g: g.temperature_c),
+    ("gputop_gpu_power_watts", "Power drawn by the GPU.", lambda g: g.power_w),
+    ("gputop_gpu_power_limit_watts", "Power limit the driver enforces.", lambda g: g.power_limit_w),
+    ("gputop_gpu_fan_speed_ratio", "Fan speed as a share of its maximum.", lambda g: ratio(g.fan_percent)),
+    ("gputop_gpu_performance_state", "Performance state: 0 (P0) is the fastest, 15 the slowest.", lambda g: g.pstate),
+    ("gputop_gpu_sm_clock_hertz", "SM clock.", lambda g: hertz(g.clock_sm_mhz)),
+    ("gputop_gpu_memory_clock_hertz", "Memory clock.", lambda g: hertz(g.clock_mem_mhz)),
+    ("gputop_gpu_sm_clock_max_hertz", "Highest SM clock the GPU supports.", lambda g: hertz(g.clock_sm_max_mhz)),
+    (
+        "gputop_gpu_memory_clock_max_hertz",
+        "Highest memory clock the GPU supports.",
+        lambda g: hertz(g.clock_mem_max_mhz),
+    ),
+)
+
+PROCESS_GAUGES: tuple[tuple[str, str, Callable[[GpuProcess], Number]], ...] = (
+    ("gputop_process_gpu_memory_bytes", "GPU memory the process holds on this GPU.", lambda p: p.gpu_memory_bytes),
+    (
+        "gputop_process_sm_ratio",
+        "Share of the GPU's SM time this process used over the last sample period.",
+        lambda p: ratio(p.sm_percent),
+    ),
+    (
+        "gputop_process_memory_busy_ratio",
+        "Share of the GPU's memory read/write time this process used over the last sample period.",
+        lambda p: ratio(p.memory_bandwidth_percent),
+    ),
+    ("gputop_process_start_time_seconds", "Start time of the process (Unix time).", lambda p: p.start_time),
+)
+
+
+def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]:
+    """Every metric family of one snapshot. Families without a sample are left out."""
+    families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *host_families(snap.host)]
+    if per_process:
+        families += process_families(snap.processes)
+    return [f for f in families if f.samples]
+
+
+def driver_families(driver: DriverInfo) -> list[Metric]:
+    up = GaugeMetricFamily("gputop_driver_up", "Whether NVML answered (1) or not (0).", value=int(driver.ok))
+    versions = {
+        "driver_version": driver.driver_version,
+        "cuda_version": driver.cuda_version,
+        "nvml_version": driver.nvml_version,
+    }
+    known = {key: value for key, value in versions.items() if value is not None}
+    if not known:
+        return [up]
+    return [up, InfoMetricFamily("gputop_driver", "NVIDIA driver, CUDA and NVML versions.", value=known)]
+
+
+def gpu_labels(gpu: Gpu) -> list[str]:
+    return [str(gpu.index), gpu.uuid or "", gpu.name or ""]
+
+
+def gpu_families(gpus: Sequence[Gpu]) -> list[Metric]:
+    up = GaugeMetricFamily(
+        "gputop_gpu_up", "Whether the GPU could be read (1) or is lost or failing (0).", labels=GPU_LABELS
+    )
+    for g in gpus:
+        up.add_metric(gpu_labels(g), int(g.state == GPU_OK))
+    families: list[Metric] = [up]
+    for name, help_text, read in GPU_GAUGES:
+        families.append(_gauge(name, help_text, GPU_LABELS, ((gpu_labels(g), read(g)) for g in gpus)))
+    families.append(
+        _gauge(
+            "gputop_gpu_pcie_bytes_per_second",
+            "PCIe throughput; direction rx is host to GPU, tx is GPU to host.",
+            (*GPU_LABELS, "direction"),
+            (
+                pair
+                for g in gpus
+                for pair in (
+                    ([*gpu_labels(g), "rx"], g.pcie_rx_bytes_per_s),
+                    ([*gpu_labels(g), "tx"], g.pcie_tx_bytes_per_s),
+                )
+            ),
+        )
+    )
+    throttle = GaugeMetricFamily(
+        "gputop_gpu_throttle_reason",
+        "Whether a clock-event (throttle) reason is active (1) or not (0).",
+        labels=(*GPU_LABELS, "reason"),
+    )
+    for g in gpus:
+        if g.throttle_reasons is not None:
+            for reason in THROTTLE_REASONS:
+                throttle.add_metric([*gpu_labels(g), reason], int(reason in g.throttle_reasons))
+    families.append(throttle)
+    ecc = CounterMetricFamily(
+        "gputop_gpu_ecc_uncorrected_errors",
+        "Uncorrected ECC errors since the driver was loaded (volatile count).",
+        labels=GPU_LABELS,
+    )
+    for g in gpus:
+        if g.ecc_uncorrected_volatile is not None:
+            ecc.add_metric(gpu_labels(g), g.ecc_uncorrected_volatile)
+    families.append(ecc)
+    return families
+
+
+def host_families(host: HostInfo) -> list[Metric]:
+    load = host.load_average or (None, None, None)
+    values: tuple[tuple[str, str, Number], ...] = (
+        (
+            "gputop_host_cpu_busy_ratio",
+            "Share of all CPUs' time spent busy over the last tick.",
+            ratio(host.cpu_percent),
+        ),
+        ("gputop_host_cpus", "Logical CPUs in the machine.", host.cpu_count),
+        ("gputop_host_usable_cpus", "CPUs gputop may run on (its affinity mask).", host.usable_cpu_count),
+        ("gputop_host_load1", "Load average over 1 minute.", load[0]),
+        ("gputop_host_load5", "Load average over 5 minutes.", load[1]),
+        ("gputop_host_load15", "Load average over 15 minutes.", load[2]),
+        ("gputop_host_memory_total_bytes", "Host memory.", host.memory_total_bytes),
+        ("gputop_host_memory_used_bytes", "Host memory in use.", host.memory_used_bytes),
+        (
+            "gputop_host_memory_available_bytes",
+            "Host memory available to new work without swapping.",
+            host.memory_available_bytes,
+        ),
+        ("gputop_host_swap_total_bytes", "Swap space.", host.swap_total_bytes),
+        ("gputop_host_swap_used_bytes", "Swap space in use.", host.swap_used_bytes),
+    )
+    return [_gauge(name, help_text, (), [([], value)]) for name, help_text, value in values]
+
+
+def process_families(processes: Sequence[GpuProcess]) -> list[Metric]:
+    """Per-process series, labelled by GPU index and PID only: no user, name or command line."""
+    return [
+        _gauge(name, help_text, PROCESS_LABELS, (([str(p.gpu_index), str(p.pid)], read(p)) for p in processes))
+        for name, help_text, read in PROCESS_GAUGES
+    ]
+
+
+def _gauge(
+    name: str, help_text: str, labels: Sequence[str], samples: Iterable[tuple[list[str], Number]]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, help_text, labels=labels)
+    for label_values, value in samples:
+        if value is not None:
+            family.add_metric(label_values, value)
+    return family

@@ -1,0 +1,244 @@
+"""``gputop run``: start a training command with the probe active, watch it, and return its exit code.
+
+The probe reaches every Python process the command starts through a ``sitecustomize`` put first on
+``PYTHONPATH`` (``gputop/probe/_boot``), which chains to any ``sitecustomize`` it shadows. Each of those processes
+carries ``GPUTOP_RUN_ID`` in its reports, so at exit the job's last reports are found even for processes that
+lived between two ticks.
+
+Signals: the command stays in gputop's process group, so a key the terminal turns into a signal (Ctrl-C, Ctrl-\\)
+reaches the job directly; the same signal sent to gputop alone (``kill PID``) is forwarded to the command.
+Telling the two apart needs the sender's ``si_code``, so the forwarded signals are blocked in every thread and
+taken by one thread with ``sigwaitinfo``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gputop.model import PROBE_NONE, PROBE_OK, TrainingView
+from gputop.probe import channel
+
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "_boot")
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself, such as the terminal's Ctrl-C to its foreground group
+HEADLESS_STATUS_EVERY_S = 5.0
+SAMPLE_EVERY_S = 1.0
+
+
+def probe_env(environ: dict[str, str], directory: str, run_id: str) -> dict[str, str]:
+    """The command's environment: the probe's boot directory first on PYTHONPATH, and where reports go."""
+    path = environ.get("PYTHONPATH")
+    return {
+        **environ,
+        "PYTHONPATH": BOOT_DIR + (os.pathsep + path if path else ""),
+        channel.DIR_ENV: directory,
+        channel.RUN_ID_ENV: run_id,
+    }
+
+
+def exit_code(returncode: int) -> int:
+    """The command's exit status as a shell reports it: 128 + N for a command killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run(command: Sequence[str], headless: bool, report_json: bool, interval_s: float | None) -> int:
+    """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable)."""
+    directory = channel.report_dir()
+    problem = channel.ensure_dir(directory)
+    if problem:
+        _say(f"probe reports are off: {problem}")
+    dashboard = None
+    if not headless:
+        dashboard, why_not = _dashboard()
+        if dashboard is None:
+            _say(f"no dashboard here ({why_not}); running headless")
+    run_id = str(os.getpid())
+    log_path = os.path.join(directory, f"run-{run_id}.log") if dashboard is not None and not problem else None
+    try:
+        child = _start(command, probe_env(dict(os.environ), directory, run_id), log_path)
+    except FileNotFoundError:
+        _say(f"command not found: {command[0]}")
+        return 127
+    except PermissionError:
+        _say(f"command not runnable: {command[0]}")
+        return 126
+    forwarder = SignalForwarder(child)
+    forwarder.start()
+    views: tuple[TrainingView, ...] = ()
+    watcher = _Watcher(child.pid)
+    try:
+        if dashboard is not None:
+            if log_path:
+                _say(f"job output goes to {log_path}")
+            dashboard(interval_s=interval_s or 1.0, pid=child.pid, readonly=False)
+            if child.poll() is None:
+                _say(f"dashboard closed; waiting for PID {child.pid} (kill -INT {os.getpid()} interrupts it)")
+        views = watcher.watch(child, status_every_s=interval_s or HEADLESS_STATUS_EVERY_S)
+    finally:
+        watcher.close()
+    code = exit_code(child.wait())
+    if log_path:
+        _say(f"job output was written to {log_path}")
+    if report_json:
+        final = watcher.final_views(views, run_id) if not problem else views
+        document = {
+            "command": list(command),
+            "pid": child.pid,
+            "exit_code": code,
+            "training": [_view_dict(v) for v in final],
+        }
+        # One line, the last on stdout: the job's own output comes before it on the same stream.
+        sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    if not problem:
+        channel.remove_dead_reports(directory)
+    return code
+
+
+def _start(command: Sequence[str], env: dict[str, str], log_path: str | None) -> subprocess.Popen:
+    if log_path is None:
+        return subprocess.Popen(list(command), env=env)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        # The dashboard owns the terminal: the job reads nothing from it and writes to the log.
+        return subprocess.Popen(list(command), env=env, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT)
+    finally:
+        os.close(fd)
+
+
+def _dashboard() -> tuple[Callable[..., Any] | None, str | None]:
+    try:
+        from gputop.ui.app import run_dashboard
+    except ImportError as exc:
+        return None, str(exc)
+    return run_dashboard, None
+
+
+def _say(message: str) -> None:
+    print(f"gputop: {message}", file=sys.stderr, flush=True)
+
+
+def _view_dict(view: TrainingView) -> dict[str, Any]:
+    from gputop.output import training_to_dict
+
+    return training_to_dict(view)
+
+
+class SignalForwarder:
+    """Forwards the signals sent to gputop to the command, except those the command got from the terminal too."""
+
+    def __init__(self, child: subprocess.Popen) -> None:
+        self.child = child
+
+    def start(self) -> None:
+        # Threads started from now on inherit the mask, so only this thread ever takes these signals.
+        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+        threading.Thread(target=self._run, name="gputop-signals", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            info = signal.sigwaitinfo(FORWARDED)
+            if info.si_code == SI_KERNEL:
+                continue  # the terminal signalled its whole foreground group, the command included
+            if self.child.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.child.send_signal(info.si_signo)
+
+
+class _Watcher:
+    """Samples the command's process tree on the calling thread until the command exits."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._maker: Any = None
+
+    def watch(self, child: subprocess.Popen, status_every_s: float) -> tuple[TrainingView, ...]:
+        """Wait for the command, printing a status line every ``status_every_s``; returns its last views."""
+        from gputop.collect.sampler import SnapshotMaker
+
+        self._maker = SnapshotMaker(focus_pid=self.pid)
+        self._maker.start()
+        started = time.monotonic()
+        status_due = started + status_every_s
+        views: tuple[TrainingView, ...] = ()
+        while True:
+            try:
+                child.wait(timeout=min(SAMPLE_EVERY_S, status_every_s))
+                return views
+            except subprocess.TimeoutExpired:
+                pass
+            snap = self._maker.snapshot()
+            views = job_views(snap.training, self.pid) or views
+            now = time.monotonic()
+            if now >= status_due and views:
+                _say(status_line(views, now - started))
+                status_due = now + status_every_s
+
+    def final_views(self, views: tuple[TrainingView, ...], run_id: str) -> tuple[TrainingView, ...]:
+        """The last views with each probe report replaced by the last one its process wrote, at its exit."""
+        return self._maker.training.final_views(views, run_id) if self._maker is not None else views
+
+    def close(self) -> None:
+        if self._maker is not None:
+            self._maker.close()
+
+
+def job_views(views: Sequence[TrainingView], pid: int) -> tuple[TrainingView, ...]:
+    """The command's own view and those of the training processes below it (ranks), leaving other GPU jobs out."""
+    by_pid = {v.pid: v for v in views}
+    if pid not in by_pid:
+        return ()
+    found, todo = [], [pid]
+    while todo:
+        view = by_pid.get(todo.pop(0))
+        if view is not None and view not in found:
+            found.append(view)
+            todo.extend(view.ranks)
+    return tuple(found)
+
+
+def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
+    """One line on the job: its busiest view's loader, data wait, throughput, workers, pinning, main thread."""
+    from gputop.output import fmt_bytes, fmt_duration
+
+    view = max(views, key=lambda v: (v.loader is not None, len(v.workers), -v.pid))
+    parts = [f"PID {view.pid} up {fmt_duration(elapsed_s)}"]
+    ranks = len(views[0].ranks) if views else 0
+    if ranks > 1:
+        parts[0] += f", {ranks} ranks"
+    loader = view.loader
+    if loader is not None:
+        cfg = loader.effective if loader.effective.num_workers is not None else loader.requested
+        parts.append(f"batch {cfg.batch_size if cfg.batch_size is not None else '?'}")
+        if loader.data_wait_share is not None:
+            parts.append(f"data wait {loader.data_wait_share * 100:.0f}%")
+        if loader.steps_per_s is not None:
+            rate = f"{loader.steps_per_s:.1f} steps/s"
+            if loader.samples_per_s is not None:
+                rate += f" {loader.samples_per_s:.0f} samples/s"
+            parts.append(rate)
+    workers = f"{len(view.workers)} workers"
+    if view.worker_start_method:
+        workers += f" ({view.worker_start_method})"
+    if view.workers_cpu_percent is not None and view.usable_cpu_count:
+        workers += f" {view.workers_cpu_percent / 100:.1f}/{view.usable_cpu_count} cores"
+    parts.append(workers)
+    parts.append(f"pin_memory {view.pin_memory.state}")
+    if view.main_thread.activity:
+        parts.append(f"main {view.main_thread.activity}")
+    for device in view.probe.cuda:
+        parts.append(
+            f"cuda:{device.device} alloc {fmt_bytes(device.allocated_bytes)} res {fmt_bytes(device.reserved_bytes)}"
+        )
+    if view.probe.status not in (PROBE_OK, PROBE_NONE):
+        parts.append(f"probe {view.probe.status}")
+    return " | ".join(parts)

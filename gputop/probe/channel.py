@@ -1,0 +1,90 @@
+"""The probe channel: where reports live, and how one is written so that a reader never sees half of it.
+
+One JSON file per process, ``<dir>/<pid>.json``, in a directory only its user can enter. Both sides use this
+module (the probe inside the training job, the monitor outside), so it needs nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+
+REPORT_FORMAT = "gputop-probe"
+REPORT_VERSION = 1
+DIR_ENV = "GPUTOP_PROBE_DIR"
+RUN_ID_ENV = "GPUTOP_RUN_ID"
+"""Set by ``gputop run`` for the whole job: its reports carry it, so the job's last reports can be found."""
+WRITE_INTERVAL_S = 0.5
+
+
+def report_dir() -> str:
+    """The report directory: ``$GPUTOP_PROBE_DIR``, else ``$XDG_RUNTIME_DIR/gputop``, else one under the temp dir.
+
+    ``$XDG_RUNTIME_DIR`` is already private to its user; the temp dir is shared, so the name there carries the
+    user id and the directory is checked before use (another user may have made it first).
+    """
+    explicit = os.environ.get(DIR_ENV)
+    if explicit:
+        return explicit
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "gputop")
+    return os.path.join(tempfile.gettempdir(), f"gputop-{os.geteuid()}")
+
+
+def report_path(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"{pid}.json")
+
+
+def unsafe_reason(directory: str) -> str | None:
+    """Why this directory must not carry reports (not ours, open to others, a symlink), or None when it is fine."""
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        return "report directory does not exist"
+    except OSError as exc:
+        return f"report directory unreadable: {exc.strerror}"
+    if not stat.S_ISDIR(info.st_mode):
+        return "report directory is not a directory"
+    if info.st_uid != os.geteuid():
+        return f"report directory {directory} belongs to another user (uid {info.st_uid})"
+    if info.st_mode & 0o077:
+        return f"report directory {directory} is open to other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def ensure_dir(directory: str) -> str | None:
+    """Create the directory (0700) if it is missing; return why it cannot be used, or None."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create report directory {directory}: {exc.strerror}"
+    return unsafe_reason(directory)
+
+
+def write_report(directory: str, pid: int, data: bytes) -> None:
+    """Replace ``<pid>.json`` atomically: a reader sees the old report or the new one, never a mix."""
+    temp = os.path.join(directory, f".{pid}.json.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(temp, report_path(directory, pid))
+
+
+def remove_dead_reports(directory: str) -> None:
+    """Delete the reports of processes that no longer exist, so a reused PID never meets an old report."""
+    for name in os.listdir(directory):
+        pid_text, dot, ext = name.partition(".")
+        if ext != "json" or not dot or not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+        except OSError:  # alive but not ours to signal
+            pass

@@ -1,0 +1,158 @@
+"""Wrapping PyTorch's DataLoader iterators, now or as soon as the job imports them.
+
+Three methods of ``_BaseDataLoaderIter`` are wrapped, so every DataLoader, whatever its subclass or worker count,
+is seen: ``__init__`` registers the iterator with its loader, ``_reset`` counts a new pass of a persistent
+iterator, ``__next__`` times the wait for each batch. ``DataLoader._get_iterator`` is wrapped too, to read the
+configuration in effect from the finished iterator (``__init__`` of the base class runs before the workers
+start). The wrapped originals run outside any ``try`` of ours, so
+their exceptions (``StopIteration``, a worker's error) reach the training loop untouched; the probe's own work
+is guarded and only counted when it fails.
+
+The per-batch path is two clock reads and a few attribute updates, with no allocation that outlives it. It
+reaches the iterator's track by plain attribute access: touching ``iterator.__dict__`` would slow CPython's fast
+path for every attribute torch itself reads on the iterator, by more than the probe costs.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .probe import TRACK_ATTR, Probe
+
+TARGET = "torch.utils.data.dataloader"
+PATCHED_ATTR = "_gputop_probe_patched"
+
+
+def patch(module: Any, probe: Probe) -> bool:
+    """Wrap the iterators of an imported ``torch.utils.data.dataloader``; False if another probe already did."""
+    base = module._BaseDataLoaderIter
+    if getattr(base, PATCHED_ATTR, False):
+        return False
+    base.__init__ = _wrap_init(base.__init__, probe)
+    base._reset = _wrap_reset(base._reset)
+    base.__next__ = _wrap_next(base.__next__, probe)
+    # Subclasses of some torch versions define their own __next__.
+    for name in ("_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter"):
+        cls = getattr(module, name, None)
+        if cls is not None and "__next__" in vars(cls):
+            cls.__next__ = _wrap_next(cls.__next__, probe)
+    module.DataLoader._get_iterator = _wrap_get_iterator(module.DataLoader._get_iterator, probe)
+    setattr(base, PATCHED_ATTR, True)
+    return True
+
+
+def _wrap_init(original: Callable[..., None], probe: Probe) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, loader, *args, **kwargs)
+        try:
+            probe.register(loader, self)
+        except Exception as exc:
+            probe.failed("register loader", exc)
+
+    return __init__
+
+
+def _wrap_get_iterator(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], Any]:
+    @functools.wraps(original)
+    def _get_iterator(self: Any) -> Any:
+        iterator = original(self)
+        try:
+            probe.iterator_built(self, iterator)
+        except Exception as exc:
+            probe.failed("loader config", exc)
+        return iterator
+
+    return _get_iterator
+
+
+def _wrap_reset(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def _reset(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, loader, *args, **kwargs)
+        first_iter = args[0] if args else kwargs.get("first_iter", False)
+        track = getattr(self, TRACK_ATTR, None)
+        if track is not None and not first_iter:
+            track.passes += 1  # a persistent iterator starting its next epoch
+
+    return _reset
+
+
+def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], Any]:
+    clock = time.perf_counter
+
+    @functools.wraps(original)
+    def __next__(self: Any) -> Any:
+        track = getattr(self, TRACK_ATTR, None)
+        if track is None:
+            return original(self)
+        start = clock()
+        if start >= probe.sample_due:
+            probe.sample_step(start)
+        track.waiting_since = start
+        try:
+            data = original(self)
+        except BaseException:
+            track.waiting_since = None
+            raise
+        end = clock()
+        track.wait_s += end - start
+        track.count += 1
+        track.last_end = end
+        track.waiting_since = None
+        return data
+
+    return __next__
+
+
+class PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patches the DataLoader module right after it executes, without importing torch before the job does.
+
+    It finds the module's spec through the other finders and wraps that one loader's ``exec_module``; it takes
+    itself off ``sys.meta_path`` once it has patched.
+    """
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != TARGET:
+            return None
+        try:
+            return self._patched_spec(fullname, path, target)
+        except Exception as exc:
+            self.probe.failed("import hook", exc)
+            return None
+
+    def _patched_spec(self, fullname: str, path: Any, target: Any) -> Any:
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            self.remove()
+            try:
+                patch(module, self.probe)
+            except Exception as exc:
+                self.probe.failed("patch DataLoader", exc)
+
+        loader.exec_module = exec_module
+        return spec
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)

@@ -1,0 +1,161 @@
+"""What the probe keeps per DataLoader, and the statistics it reports from that.
+
+The training loop only adds to a loader's running totals (batches, seconds spent waiting for them, when the last
+one came); everything else runs on the report writer: it samples the totals at each write, and a window's
+statistics are the differences between now and the sample from ``WINDOW_S`` ago. Seconds waited *so far*,
+counting a wait still in progress, is a continuous running total, so those differences are exact however the
+writes fall between batches.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+WINDOW_S = 10.0
+
+
+class LoaderTrack:
+    """One DataLoader across its iterators (a new one per epoch unless ``persistent_workers``)."""
+
+    __slots__ = (
+        "__weakref__",
+        "count",
+        "effective",
+        "history",
+        "iterator_ref",
+        "last_end",
+        "loader_id",
+        "loader_ref",
+        "passes",
+        "requested",
+        "wait_s",
+        "waiting_since",
+    )
+
+    def __init__(self, loader_id: int, loader: Any, now: float | None = None) -> None:
+        self.loader_id = loader_id
+        self.loader_ref = weakref.ref(loader)
+        self.requested = requested_config(loader)
+        self.effective: dict[str, Any] | None = None
+        self.iterator_ref: weakref.ref | None = None
+        self.count = 0
+        self.wait_s = 0.0
+        self.last_end: float | None = None
+        self.waiting_since: float | None = None
+        self.passes = 0
+        # (time, batches, seconds waited) samples, oldest first; the first one is the loader's start.
+        self.history: deque[tuple[float, int, float]] = deque([(time.perf_counter() if now is None else now, 0, 0.0)])
+
+    def totals(self, now: float) -> tuple[float, int, float]:
+        """``(now, batches so far, seconds waited so far)``, the wait in progress included."""
+        waiting_since = self.waiting_since
+        ongoing = now - waiting_since if waiting_since is not None else 0.0
+        return now, self.count, self.wait_s + max(0.0, ongoing)
+
+    def report(self, now: float) -> dict[str, Any]:
+        """This loader's part of the report; ``now`` is on the batch clock (``time.perf_counter``)."""
+        iterator = self.iterator_ref() if self.iterator_ref is not None else None
+        loader = self.loader_ref()
+        if iterator is not None and loader is not None:
+            self.effective = effective_config(loader, iterator)  # kept for when the iterator is gone
+        current = self.totals(now)
+        while len(self.history) > 1 and self.history[1][0] <= now - WINDOW_S:
+            self.history.popleft()
+        stats = window_stats(self.history[0], current)
+        self.history.append(current)
+        waiting_since = self.waiting_since
+        batch_size = (self.effective or self.requested).get("batch_size")
+        steps_per_s = stats["steps_per_s"]
+        return {
+            "id": self.loader_id,
+            "requested": self.requested,
+            "effective": self.effective,
+            "worker_pids": worker_pids(iterator),
+            "passes": self.passes,
+            "batches": self.count,
+            **stats,
+            "samples_per_s": None if steps_per_s is None or batch_size is None else steps_per_s * batch_size,
+            "waiting_now_s": None if waiting_since is None else max(0.0, now - waiting_since),
+            "last_batch_age_s": None if self.last_end is None else max(0.0, now - self.last_end),
+        }
+
+    def active(self, now: float) -> bool:
+        """Worth reporting: its loader still exists, or it yielded a batch within the window."""
+        if self.loader_ref() is not None:
+            return True
+        return self.last_end is not None and now - self.last_end <= WINDOW_S
+
+
+def window_stats(then: tuple[float, int, float], now: tuple[float, int, float]) -> dict[str, Any]:
+    """Data-wait share and steps/s between two ``(time, batches, seconds waited)`` samples of the running totals.
+
+    ``data_wait_share`` is the share of the time the loop was blocked on ``next()``: 1.0 for a loop that waits for
+    data all the time, 0.0 for one that never waits (or an idle loader, which makes no steps either).
+    """
+    span = now[0] - then[0]
+    batches = now[1] - then[1]
+    if span <= 0:
+        return {"window_s": 0.0, "window_batches": batches, "data_wait_share": None, "steps_per_s": None}
+    return {
+        "window_s": span,
+        "window_batches": batches,
+        "data_wait_share": min(1.0, max(0.0, (now[2] - then[2]) / span)),
+        "steps_per_s": batches / span,
+    }
+
+
+def _start_method(context: Any) -> str | None:
+    if context is None:
+        return None
+    if isinstance(context, str):
+        return context
+    get = getattr(context, "get_start_method", None)
+    return get() if get is not None else None
+
+
+def requested_config(loader: Any) -> dict[str, Any]:
+    """The settings as the job passed them to ``DataLoader(...)``."""
+    return {
+        "batch_size": getattr(loader, "batch_size", None),
+        "num_workers": getattr(loader, "num_workers", None),
+        "pin_memory": getattr(loader, "pin_memory", None),
+        "pin_memory_device": getattr(loader, "pin_memory_device", None) or None,
+        "prefetch_factor": getattr(loader, "prefetch_factor", None),
+        "persistent_workers": getattr(loader, "persistent_workers", None),
+        "start_method": _start_method(getattr(loader, "multiprocessing_context", None)),
+        "drop_last": getattr(loader, "drop_last", None),
+        "timeout_s": getattr(loader, "timeout", None),
+    }
+
+
+def effective_config(loader: Any, iterator: Any) -> dict[str, Any]:
+    """The settings the iterator runs with: torch turns some off (``pin_memory`` without an accelerator)."""
+    num_workers = getattr(iterator, "_num_workers", None)
+    start_method = None
+    if num_workers:
+        # Without a context of its own the loader uses the default one, whose method is settled (and readable
+        # without settling it ourselves) once any process has started.
+        start_method = _start_method(getattr(loader, "multiprocessing_context", None))
+        start_method = start_method or multiprocessing.get_start_method(allow_none=True)
+    return {
+        "batch_size": getattr(loader, "batch_size", None),
+        "num_workers": num_workers,
+        "pin_memory": getattr(iterator, "_pin_memory", None),
+        "pin_memory_device": getattr(iterator, "_pin_memory_device", None),
+        "prefetch_factor": getattr(iterator, "_prefetch_factor", None) if num_workers else None,
+        "persistent_workers": getattr(iterator, "_persistent_workers", None),
+        "start_method": start_method,
+        "drop_last": getattr(iterator, "_drop_last", None),
+        "timeout_s": getattr(iterator, "_timeout", None),
+    }
+
+
+def worker_pids(iterator: Any) -> list[int]:
+    """PIDs of the iterator's live workers; none once it has shut them down (end of a non-persistent epoch)."""
+    if iterator is None or getattr(iterator, "_shutdown", False):
+        return []
+    return [w.pid for w in list(getattr(iterator, "_workers", ()) or ()) if getattr(w, "pid", None)]

@@ -1,0 +1,174 @@
+"""The probe's state inside the training process, and the thread that writes its reports.
+
+The training loop touches this only through the hooks: ``register`` once per iterator, ``sample_step`` at most
+once per write interval. Everything that costs more (statistics, JSON, the file) runs on the writer thread.
+Nothing here raises to its caller: a failure is counted and named in the next report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+from . import channel
+from .cuda import CudaReader
+from .loader import LoaderTrack, effective_config
+
+TRACK_ATTR = "_gputop_probe_track"
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+def _own_start_ticks() -> int | None:
+    """This process's start time in clock ticks since boot (``/proc/self/stat`` field 22): with the PID, it
+    names this process and no later one that reuses the PID."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+        return int(text[text.rindex(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Probe:
+    """Tracks this process's DataLoaders and writes ``<dir>/<pid>.json`` every ``interval_s`` once one exists."""
+
+    def __init__(self, directory: str | None = None, interval_s: float = channel.WRITE_INTERVAL_S) -> None:
+        self.directory = directory or channel.report_dir()
+        self.interval_s = interval_s
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything: also called in a forked child, which inherits the parent's state but no threads."""
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        self._tracks: dict[int, LoaderTrack] = {}
+        self._next_id = 1
+        self.failures = 0
+        self.last_failure: str | None = None
+        self._writer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.sample_due = 0.0
+        self._cuda = CudaReader()
+        self._cuda_sample: dict[str, Any] | None = None
+        self._cuda_reason: str | None = "no step yet"
+        self._cuda_sampled_at: float | None = None
+        self._dir_ready = False
+        self._start_ticks = _own_start_ticks()
+
+    # -- called from the training loop (through the hooks) -----------------------------------------------------
+
+    def register(self, loader: Any, iterator: Any) -> None:
+        """Attach a new iterator to its loader's track (created on the loader's first iterator)."""
+        with self._lock:
+            track = self._tracks.get(id(loader))
+            if track is None or track.loader_ref() is not loader:
+                track = self._tracks[id(loader)] = LoaderTrack(self._next_id, loader)
+                self._next_id += 1
+        track.iterator_ref = weakref.ref(iterator)
+        track.passes += 1
+        setattr(iterator, TRACK_ATTR, track)
+        if self._writer is None:
+            self._start_writer()
+
+    def iterator_built(self, loader: Any, iterator: Any) -> None:
+        """Read the configuration in effect once the iterator is complete: a short epoch may end before the
+        writer sees it alive."""
+        track = getattr(iterator, TRACK_ATTR, None)
+        if track is not None:
+            track.effective = effective_config(loader, iterator)
+
+    def sample_step(self, now: float) -> None:
+        """Read GPU memory at the step boundary (the request for the next batch), at most once per interval."""
+        self.sample_due = now + self.interval_s
+        try:
+            self._cuda_sample, self._cuda_reason = self._cuda.read()
+            self._cuda_sampled_at = now
+        except Exception as exc:
+            self.failed("cuda stats", exc)
+
+    def failed(self, where: str, exc: BaseException) -> None:
+        self.failures += 1
+        self.last_failure = f"{where}: {type(exc).__name__}: {exc}"[:300]
+
+    # -- the writer ---------------------------------------------------------------------------------------------
+
+    def report(self) -> dict[str, Any]:
+        now = time.perf_counter()
+        with self._lock:
+            for key in [k for k, t in self._tracks.items() if not t.active(now)]:
+                del self._tracks[key]
+            tracks = sorted(self._tracks.values(), key=lambda t: t.loader_id)
+        loaders = []
+        for track in tracks:
+            try:
+                loaders.append(track.report(now))
+            except Exception as exc:
+                self.failed(f"loader {track.loader_id}", exc)
+        torch = sys.modules.get("torch")
+        return {
+            "format": channel.REPORT_FORMAT,
+            "version": channel.REPORT_VERSION,
+            "pid": self.pid,
+            "start_ticks": self._start_ticks,
+            "written_at": time.time(),
+            "interval_s": self.interval_s,
+            "run_id": os.environ.get(channel.RUN_ID_ENV),
+            "rank": _env_int("RANK"),
+            "local_rank": _env_int("LOCAL_RANK"),
+            "world_size": _env_int("WORLD_SIZE"),
+            "python": platform.python_version(),
+            "torch": getattr(torch, "__version__", None),
+            "failures": self.failures,
+            "last_failure": self.last_failure,
+            "loaders": loaders,
+            "cuda": self._cuda_sample,
+            "cuda_reason": self._cuda_reason,
+            "cuda_age_s": None if self._cuda_sampled_at is None else now - self._cuda_sampled_at,
+        }
+
+    def write(self) -> bool:
+        """Write one report now; False (and a counted failure) when it could not be written."""
+        try:
+            if not self._dir_ready:
+                problem = channel.ensure_dir(self.directory)
+                if problem:
+                    raise PermissionError(problem)
+                channel.remove_dead_reports(self.directory)
+                self._dir_ready = True
+            data = json.dumps(self.report(), separators=(",", ":"), allow_nan=False).encode()
+            channel.write_report(self.directory, self.pid, data)
+            return True
+        except Exception as exc:
+            self.failed("write report", exc)
+            return False
+
+    def close(self) -> None:
+        """Stop the writer and leave a last report behind (called at interpreter exit)."""
+        if self._writer is None or self.pid != os.getpid():
+            return
+        self._stop.set()
+        self._writer.join(timeout=1.0)
+        self.write()
+
+    def _start_writer(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                return
+            self._writer = threading.Thread(target=self._run, name="gputop-probe", daemon=True)
+        self._writer.start()
+
+    def _run(self) -> None:
+        while True:
+            self.write()
+            if self._stop.wait(self.interval_s):
+                return

@@ -1,0 +1,265 @@
+"""The snapshot → Prometheus mapping, with plain model values (no driver, no subprocess)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from prometheus_client import generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from gputop.export.collector import SnapshotCollector
+from gputop.export.metrics import THROTTLE_REASONS
+from gputop.model import (
+    DRIVER_OK,
+    DRIVER_UNAVAILABLE,
+    GPU_LOST_STATE,
+    UNSUPPORTED,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    Snapshot,
+)
+from tests.export.scrape import names, parse, value
+
+GIB = 1024**3
+UUID = "GPU-6a1b2c3d-0000-4000-8000-000000000000"
+NAME = "NVIDIA H100 80GB HBM3"
+
+HOST = HostInfo(
+    hostname="trainer-01",
+    cpu_percent=37.5,
+    cpu_percent_per_core=(75.0, 0.0),
+    cpu_count=2,
+    usable_cpu_count=1,
+    load_average=(1.5, 1.25, 0.5),
+    memory_total_bytes=64 * GIB,
+    memory_used_bytes=24 * GIB,
+    memory_available_bytes=40 * GIB,
+    swap_total_bytes=8 * GIB,
+    swap_used_bytes=0,
+)
+DRIVER = DriverInfo(DRIVER_OK, driver_version="550.90.07", cuda_version="12.4", nvml_version="12.550.90.07")
+GPU = Gpu(
+    index=0,
+    uuid=UUID,
+    name=NAME,
+    memory_total_bytes=80 * GIB,
+    memory_used_bytes=20 * GIB,
+    memory_free_bytes=59 * GIB,
+    memory_reserved_bytes=GIB,
+    utilization_gpu_percent=87,
+    utilization_memory_percent=41,
+    sm_activity_percent=63.5,
+    temperature_c=61,
+    power_w=512.345,
+    power_limit_w=700,
+    fan_percent=None,
+    pstate=0,
+    clock_sm_mhz=1755,
+    clock_mem_mhz=2619,
+    clock_sm_max_mhz=1980,
+    clock_mem_max_mhz=2619,
+    pcie_rx_bytes_per_s=48_000 * 1024,
+    pcie_tx_bytes_per_s=1_200 * 1024,
+    throttle_reasons=("sw_power_cap",),
+    ecc_uncorrected_volatile=0,
+    unavailable={"fan_percent": UNSUPPORTED},
+)
+PROCESS = GpuProcess(
+    pid=4242,
+    gpu_index=0,
+    kind="compute",
+    gpu_memory_bytes=6 * GIB,
+    sm_percent=50,
+    memory_bandwidth_percent=20,
+    user="ada",
+    name="python",
+    command="python train.py --token=hunter2",
+    cpu_percent=98.0,
+    rss_bytes=3 * GIB,
+    start_time=1_700_000_000.0,
+    status="running",
+)
+NOW = 1_800_000_000.0
+
+
+def snapshot(**changes: object) -> Snapshot:
+    base = Snapshot(time=NOW - 0.25, host=HOST, driver=DRIVER, gpus=(GPU,), processes=(PROCESS,))
+    return replace(base, **changes)
+
+
+def exposition(snap: Snapshot | None, per_process: bool = False, report_age: bool = True) -> str:
+    registry = CollectorRegistry()
+    registry.register(SnapshotCollector(lambda: snap, per_process, report_age, clock=lambda: NOW))
+    return generate_latest(registry).decode()
+
+
+def scrape(snap: Snapshot | None, per_process: bool = False) -> list:
+    return parse(exposition(snap, per_process))
+
+
+def test_gpu_values_are_in_base_units_with_gpu_uuid_and_name_labels():
+    samples = scrape(snapshot())
+
+    gpu = {"gpu": "0", "uuid": UUID, "name": NAME}
+    assert value(samples, "gputop_gpu_up", **gpu) == 1
+    assert value(samples, "gputop_gpu_memory_total_bytes", **gpu) == 80 * GIB
+    assert value(samples, "gputop_gpu_memory_used_bytes", **gpu) == 20 * GIB
+    assert value(samples, "gputop_gpu_memory_free_bytes", **gpu) == 59 * GIB
+    assert value(samples, "gputop_gpu_memory_reserved_bytes", **gpu) == GIB
+    assert value(samples, "gputop_gpu_temperature_celsius", **gpu) == 61
+    assert value(samples, "gputop_gpu_power_watts", **gpu) == 512.345
+    assert value(samples, "gputop_gpu_power_limit_watts", **gpu) == 700
+    assert value(samples, "gputop_gpu_performance_state", **gpu) == 0
+    assert value(samples, "gputop_gpu_sm_clock_hertz", **gpu) == 1_755_000_000
+    assert value(samples, "gputop_gpu_memory_clock_max_hertz", **gpu) == 2_619_000_000
+
+
+def test_percentages_become_ratios_from_0_to_1():
+    samples = scrape(snapshot())
+
+    assert value(samples, "gputop_gpu_busy_ratio") == 0.87
+    assert value(samples, "gputop_gpu_memory_busy_ratio") == 0.41
+    assert value(samples, "gputop_gpu_sm_activity_ratio") == 0.635
+    assert value(samples, "gputop_host_cpu_busy_ratio") == 0.375
+
+
+def test_pcie_throughput_is_one_series_per_direction():
+    samples = scrape(snapshot())
+
+    assert value(samples, "gputop_gpu_pcie_bytes_per_second", direction="rx") == 48_000 * 1024
+    assert value(samples, "gputop_gpu_pcie_bytes_per_second", direction="tx") == 1_200 * 1024
+
+
+def test_every_throttle_reason_is_a_0_or_1_gauge():
+    samples = scrape(snapshot())
+
+    reasons = {s.labels["reason"]: s.value for s in samples if s.name == "gputop_gpu_throttle_reason"}
+    assert reasons == {reason: float(reason == "sw_power_cap") for reason in THROTTLE_REASONS}
+    assert "hw_thermal_slowdown" in reasons
+
+
+def test_unknown_throttle_reasons_give_no_series():
+    samples = scrape(snapshot(gpus=(replace(GPU, throttle_reasons=None),)))
+
+    assert "gputop_gpu_throttle_reason" not in names(samples)
+
+
+def test_a_value_that_could_not_be_read_is_absent_not_zero():
+    samples = scrape(snapshot())
+
+    assert "gputop_gpu_fan_speed_ratio" not in names(samples)
+    assert "gputop_gpu_fan_speed_ratio" not in exposition(snapshot())
+
+
+def test_a_measured_zero_stays_zero():
+    samples = scrape(snapshot(gpus=(replace(GPU, utilization_gpu_percent=0, power_w=0.0),)))
+
+    assert value(samples, "gputop_gpu_busy_ratio") == 0
+    assert value(samples, "gputop_gpu_power_watts") == 0
+    assert value(samples, "gputop_gpu_ecc_uncorrected_errors_total") == 0
+    assert value(samples, "gputop_host_swap_used_bytes") == 0
+
+
+def test_ecc_errors_are_a_counter_with_total_suffix():
+    text = exposition(snapshot(gpus=(replace(GPU, ecc_uncorrected_volatile=3),)))
+
+    assert "# TYPE gputop_gpu_ecc_uncorrected_errors_total counter" in text
+    assert value(parse(text), "gputop_gpu_ecc_uncorrected_errors_total", gpu="0") == 3
+
+
+def test_a_lost_gpu_is_up_0_with_no_other_series():
+    lost = Gpu(index=1, uuid="GPU-lost", name=NAME, state=GPU_LOST_STATE, reason="GPU is lost: reset it")
+    samples = scrape(snapshot(gpus=(GPU, lost)))
+
+    assert value(samples, "gputop_gpu_up", gpu="1", uuid="GPU-lost", name=NAME) == 0
+    assert value(samples, "gputop_gpu_up", gpu="0") == 1
+    assert [s.name for s in samples if s.labels.get("gpu") == "1"] == ["gputop_gpu_up"]
+
+
+def test_a_gpu_whose_uuid_and_name_are_unknown_keeps_its_index_label():
+    lost = Gpu(index=3, uuid=None, name=None, state=GPU_LOST_STATE, reason="GPU is lost")
+    samples = scrape(snapshot(gpus=(lost,)))
+
+    [up] = [s for s in samples if s.name == "gputop_gpu_up"]
+    assert (up.labels["gpu"], up.value) == ("3", 0)
+
+
+def test_driver_versions_are_an_info_metric():
+    samples = scrape(snapshot())
+
+    [info] = [s for s in samples if s.name == "gputop_driver_info"]
+    assert info.labels == {"driver_version": "550.90.07", "cuda_version": "12.4", "nvml_version": "12.550.90.07"}
+    assert info.value == 1
+    assert value(samples, "gputop_driver_up") == 1
+
+
+def test_without_a_driver_only_host_and_driver_up_0_remain():
+    driver = DriverInfo(DRIVER_UNAVAILABLE, reason="NVIDIA driver library libnvidia-ml.so.1 not found")
+    samples = scrape(snapshot(driver=driver, gpus=(), processes=()))
+
+    assert value(samples, "gputop_driver_up") == 0
+    assert not {n for n in names(samples) if n.startswith(("gputop_gpu_", "gputop_driver_info"))}
+    assert value(samples, "gputop_host_memory_total_bytes") == 64 * GIB
+
+
+def test_host_cpu_memory_and_load():
+    samples = scrape(snapshot())
+
+    assert value(samples, "gputop_host_cpus") == 2
+    assert value(samples, "gputop_host_usable_cpus") == 1
+    assert (value(samples, "gputop_host_load1"), value(samples, "gputop_host_load15")) == (1.5, 0.5)
+    assert value(samples, "gputop_host_memory_used_bytes") == 24 * GIB
+    assert value(samples, "gputop_host_memory_available_bytes") == 40 * GIB
+    assert value(samples, "gputop_host_swap_total_bytes") == 8 * GIB
+
+
+def test_unknown_host_cpu_and_load_are_absent():
+    samples = scrape(snapshot(host=replace(HOST, cpu_percent=None, load_average=None)))
+
+    assert not names(samples) & {"gputop_host_cpu_busy_ratio", "gputop_host_load1", "gputop_host_load5"}
+
+
+def test_no_process_series_by_default():
+    samples = scrape(snapshot())
+
+    assert not {n for n in names(samples) if n.startswith("gputop_process_")}
+    assert "4242" not in exposition(snapshot())
+
+
+def test_per_process_series_are_labelled_by_gpu_and_pid_only():
+    samples = scrape(snapshot(), per_process=True)
+
+    process_samples = [s for s in samples if s.name.startswith("gputop_process_")]
+    assert {frozenset(s.labels) for s in process_samples} == {frozenset({"gpu", "pid"})}
+    assert value(samples, "gputop_process_gpu_memory_bytes", gpu="0", pid="4242") == 6 * GIB
+    assert value(samples, "gputop_process_sm_ratio", pid="4242") == 0.5
+    assert value(samples, "gputop_process_memory_busy_ratio", pid="4242") == 0.2
+    assert value(samples, "gputop_process_start_time_seconds", pid="4242") == 1_700_000_000
+
+
+def test_no_command_line_user_or_process_name_even_per_process():
+    text = exposition(snapshot(), per_process=True)
+
+    for secret in ("hunter2", "train.py", '"ada"', '"python"', "trainer-01"):
+        assert secret not in text
+
+
+def test_sample_timestamp_and_age():
+    samples = scrape(snapshot())
+
+    assert value(samples, "gputop_last_sample_timestamp_seconds") == NOW - 0.25
+    assert value(samples, "gputop_last_sample_age_seconds") == 0.25
+    assert value(samples, "gputop_scrape_duration_seconds") >= 0
+
+
+def test_a_textfile_has_no_age_that_would_read_fresh_forever():
+    samples = parse(exposition(snapshot(), report_age=False))
+
+    assert "gputop_last_sample_age_seconds" not in names(samples)
+    assert value(samples, "gputop_last_sample_timestamp_seconds") == NOW - 0.25
+
+
+def test_before_the_first_snapshot_only_the_scrape_duration_is_exported():
+    assert names(scrape(None)) == {"gputop_scrape_duration_seconds"}

@@ -1,0 +1,119 @@
+"""The HTTP endpoint: where it binds, and one-line errors for bad or busy addresses."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from gputop.export.server import DEFAULT_LISTEN, parse_listen
+from tests.export.scrape import value
+from tests.machines import GIB, training_box
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("127.0.0.1:9400", ("127.0.0.1", 9400)),
+        ("0.0.0.0:80", ("0.0.0.0", 80)),
+        ("localhost:0", ("localhost", 0)),
+        ("[::1]:9400", ("::1", 9400)),
+        ("[::]:65535", ("::", 65535)),
+    ],
+)
+def test_listen_is_host_and_port(text, address):
+    assert parse_listen(text) == address
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("9400", "is not HOST:PORT"),
+        (":9400", "names no host"),
+        ("127.0.0.1:", "is not a port number"),
+        ("127.0.0.1:http", "is not a port number"),
+        ("127.0.0.1:65536", "is not a port number"),
+        ("127.0.0.1:-1", "is not a port number"),
+        ("::1:9400", "IPv6 address in brackets"),
+    ],
+)
+def test_bad_listen_values_are_refused_with_the_reason(text, words):
+    with pytest.raises(ValueError, match=words):
+        parse_listen(text)
+
+
+def test_default_address_is_loopback_only():
+    assert parse_listen(DEFAULT_LISTEN) == ("127.0.0.1", 9400)
+
+
+def export(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", "export", *args], capture_output=True, text=True, env=env, timeout=20
+    )
+
+
+@pytest.mark.parametrize("listen", [":9400", "127.0.0.1:99999", "nohost"])
+def test_a_bad_listen_value_is_one_line_and_exit_2(listen):
+    result = export("--listen", listen)
+
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("gputop: error: --listen ")
+
+
+def test_a_busy_port_is_one_line_and_exit_1(driver):
+    driver.write(training_box(1, []))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+
+        result = export("--listen", f"127.0.0.1:{port}", env=driver.env())
+
+    assert result.returncode == 1
+    assert result.stderr == f"gputop: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_an_unresolvable_host_is_one_line_and_exit_1(driver):
+    result = export("--listen", "no-such-host.invalid:9400", env=driver.env())
+
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("gputop: error: cannot listen on no-such-host.invalid:9400: ")
+
+
+def test_a_textfile_directory_that_does_not_exist_is_exit_2(tmp_path):
+    result = export("--textfile", str(tmp_path / "missing"))
+
+    assert result.returncode == 2
+    assert result.stderr == f"gputop: error: --textfile '{tmp_path / 'missing'}' is not a directory\n"
+
+
+def test_by_default_it_listens_on_loopback_port_9400_only(driver, exporter):
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", 9400))
+        except OSError:
+            pytest.skip("port 9400 is in use on this machine")
+    driver.write(training_box(1, []))
+
+    running = exporter()
+
+    assert running.url == "http://127.0.0.1:9400/metrics"
+    listening = [c.laddr for c in psutil.Process(running.proc.pid).net_connections() if c.status == psutil.CONN_LISTEN]
+    assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", 9400)]
+
+
+def test_serves_the_state_file_values_and_stops_cleanly_on_sigterm(driver, exporter):
+    driver.write(training_box(2, []))
+    running = exporter("--listen", "127.0.0.1:0", "-d", "0.2")
+
+    samples = running.wait_for(lambda samples: value(samples, "gputop_gpu_up", gpu="1"))
+
+    assert value(samples, "gputop_gpu_memory_used_bytes", gpu="1") == 25 * GIB
+    assert value(samples, "gputop_last_sample_age_seconds") < 5
+    code, err = running.stop()
+    assert (code, err) == (0, "")

@@ -1,0 +1,147 @@
+"""Fixtures for the training view: real jobs (scripts/), a private report directory, and a monitor over them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gputop.collect.sampler import SnapshotMaker
+from gputop.collect.training import TrainingCollector
+from gputop.launch import probe_env
+from gputop.model import Snapshot, TrainingView
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@dataclass
+class Job:
+    """A started script: its process, and the PIDs its ``ready`` line named (itself first)."""
+
+    proc: subprocess.Popen
+    pids: list[int]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def read_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 30.0) -> str:
+    """The first line of the process's stdout starting with ``prefix``; fails the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        line = proc.stdout.readline()
+        if not line:
+            pytest.fail(f"process exited ({proc.wait()}) before printing {prefix!r}")
+        if line.startswith(prefix):
+            return line.strip()
+    pytest.fail(f"no {prefix!r} line within {timeout_s} s")
+
+
+@pytest.fixture
+def probe_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "probe"
+    path.mkdir(mode=0o700)
+    return path
+
+
+@pytest.fixture
+def start_job(probe_dir: Path) -> Iterator[Callable[..., Job]]:
+    """Start ``scripts/SCRIPT ARGS...`` in its own session (so its whole tree is killed at the end of the test),
+    with the probe active unless ``probe=False``; waits for its ``ready`` line."""
+    started: list[subprocess.Popen] = []
+
+    def start(script: str, *args: str, probe: bool = True) -> Job:
+        env = probe_env(dict(os.environ), str(probe_dir), "test") if probe else dict(os.environ)
+        proc = subprocess.Popen(
+            [sys.executable, "-W", "ignore", str(SCRIPTS / script), *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        started.append(proc)
+        words = read_line(proc, "ready").split()[1:]
+        return Job(proc, [int(w) for w in words] or [proc.pid])
+
+    yield start
+    for proc in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+
+
+@pytest.fixture
+def monitor(probe_dir: Path) -> Iterator[Callable[[int], SnapshotMaker]]:
+    """A snapshot maker focused on a PID, reading reports from the test's probe directory."""
+    made: list[SnapshotMaker] = []
+
+    def make(pid: int) -> SnapshotMaker:
+        maker = SnapshotMaker(focus_pid=pid, training=TrainingCollector(probe_dir=str(probe_dir)))
+        maker.start()
+        made.append(maker)
+        return maker
+
+    yield make
+    for maker in made:
+        maker.close()
+
+
+def view_when(
+    maker: SnapshotMaker, pid: int, condition: Callable[[TrainingView], object], timeout_s: float = 20.0
+) -> TrainingView:
+    """Take snapshots (every 0.2 s) until the view of ``pid`` meets ``condition``; return that view."""
+    deadline = time.monotonic() + timeout_s
+    snap: Snapshot | None = None
+    while time.monotonic() < deadline:
+        snap = maker.snapshot()
+        view = snap.training_view(pid)
+        if view is not None and condition(view):
+            return view
+        time.sleep(0.2)
+    pytest.fail(f"no view of PID {pid} met the condition within {timeout_s} s; last: {snap and snap.training}")
+
+
+def start_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    return int(text[text.rindex(")") + 2 :].split()[19])
+
+
+def report_for(pid: int, **fields: object) -> dict:
+    """A well-formed probe report of a live process, as the probe writes it; ``fields`` override its keys."""
+    report = {
+        "format": "gputop-probe",
+        "version": 1,
+        "pid": pid,
+        "start_ticks": start_ticks(pid),
+        "written_at": time.time(),
+        "interval_s": 0.5,
+        "run_id": None,
+        "rank": 0,
+        "local_rank": 0,
+        "world_size": 1,
+        "python": "3.11.7",
+        "torch": "2.13.0",
+        "failures": 0,
+        "last_failure": None,
+        "loaders": [],
+        "cuda": None,
+        "cuda_reason": "CUDA not initialised in this process",
+        "cuda_age_s": None,
+    }
+    report.update(fields)
+    return report

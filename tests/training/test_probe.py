@@ -1,0 +1,232 @@
+"""The in-process probe: what it reports, what it costs the training loop (nothing it can raise), where it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputop.launch import probe_env
+from gputop.probe import channel
+from gputop.probe.loader import LoaderTrack, window_stats
+from tests.training.conftest import SCRIPTS
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+PYTHON = [sys.executable, "-W", "ignore"]
+
+
+def run_job(probe_dir: Path, *args: str, code: str | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run train.py ARGS (or ``-c CODE``) with the probe, to its end; returns it and the report it left."""
+    argv = [*PYTHON, "-c", code] if code else [*PYTHON, str(SCRIPTS / "train.py"), *args]
+    env = probe_env(dict(os.environ), str(probe_dir), "test")
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=60)
+    path = probe_dir / f"{proc.pid}.json"
+    report = json.loads(path.read_text()) if path.exists() else None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), report
+
+
+# -- statistics over the running totals -------------------------------------------------------------------------
+
+
+def test_data_wait_share_is_the_waited_part_of_the_window():
+    stats = window_stats((10.0, 100, 2.0), (14.0, 140, 3.0))
+
+    assert stats == {"window_s": 4.0, "window_batches": 40, "data_wait_share": 0.25, "steps_per_s": 10.0}
+
+
+def test_a_wait_in_progress_counts_as_waiting():
+    track = LoaderTrack(1, object.__new__(type("Loader", (), {})), now=0.0)
+    track.waiting_since = 1.0  # blocked on next() since t=1 and still
+
+    stats = window_stats(track.history[0], track.totals(5.0))
+
+    assert stats["data_wait_share"] == pytest.approx(4.0 / 5.0)
+    assert stats["steps_per_s"] == 0.0
+
+
+def test_an_idle_loader_neither_waits_nor_steps():
+    stats = window_stats((0.0, 7, 1.5), (10.0, 7, 1.5))
+
+    assert (stats["data_wait_share"], stats["steps_per_s"]) == (0.0, 0.0)
+
+
+# -- reports of real jobs ---------------------------------------------------------------------------------------
+
+
+def test_report_carries_the_loader_configuration_as_requested_and_in_effect(probe_dir):
+    job, report = run_job(probe_dir, "--workers", "2", "--batch-size", "3", "--epochs", "3", "--batches", "5")
+
+    assert job.returncode == 0, job.stderr
+    assert (report["format"], report["version"], report["failures"]) == ("gputop-probe", 1, 0)
+    (loader,) = report["loaders"]
+    assert loader["requested"] == {
+        "batch_size": 3,
+        "num_workers": 2,
+        "pin_memory": False,
+        "pin_memory_device": None,
+        "prefetch_factor": 2,
+        "persistent_workers": False,
+        "start_method": None,
+        "drop_last": False,
+        "timeout_s": 0,
+    }
+    assert loader["effective"] == {**loader["requested"], "start_method": "fork"}
+    assert (loader["passes"], loader["batches"]) == (3, 15)
+
+
+def test_persistent_iterators_count_each_pass(probe_dir):
+    job, report = run_job(probe_dir, "--workers", "1", "--persistent", "--epochs", "4", "--batches", "3")
+
+    assert job.returncode == 0, job.stderr
+    assert (report["loaders"][0]["passes"], report["loaders"][0]["batches"]) == (4, 12)
+
+
+def test_slow_workers_show_as_a_high_data_wait_share(probe_dir):
+    _, report = run_job(probe_dir, "--workers", "1", "--item-s", "0.01", "--batches", "15")
+
+    loader = report["loaders"][0]
+    assert loader["data_wait_share"] > 0.7
+    assert loader["samples_per_s"] == pytest.approx(loader["steps_per_s"] * 4)
+
+
+def test_a_slow_training_step_shows_as_a_low_data_wait_share(probe_dir):
+    _, report = run_job(probe_dir, "--workers", "2", "--step-s", "0.02", "--batches", "30")
+
+    assert report["loaders"][0]["data_wait_share"] < 0.2
+    assert 10 < report["loaders"][0]["steps_per_s"] < 50
+
+
+def test_errors_of_the_dataset_reach_the_loop_unchanged(probe_dir):
+    for workers in ("0", "1"):
+        job, report = run_job(probe_dir, "--workers", workers, "--fail-at", "9")
+
+        assert job.returncode == 7, job.stderr
+        assert "ValueError: " in job.stdout and "item 9 is broken" in job.stdout
+        assert report["failures"] == 0
+
+
+def test_a_failing_probe_is_counted_and_the_loop_goes_on(probe_dir):
+    # The probe's step-boundary reading fails on every step: the loop must not notice.
+    code = f"""
+import sys
+sys.path.insert(0, {str(SCRIPTS)!r})
+import gputop_probe.cuda as cuda
+def broken(self):
+    raise RuntimeError("no allocator here")
+cuda.CudaReader.read = broken
+sys.argv = ["train.py", "--epochs", "2", "--step-s", "0.3", "--batches", "3"]
+import train
+sys.exit(train.main())
+"""
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert "done 2 epochs" in job.stdout
+    assert report["failures"] >= 2
+    assert report["last_failure"] == "cuda stats: RuntimeError: no allocator here"
+    assert report["loaders"][0]["batches"] == 6
+
+
+def test_a_report_that_cannot_be_written_is_a_counted_failure(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # open to everyone: the probe refuses it
+    job, _ = run_job(
+        shared,
+        code="""
+import gputop_probe, torch
+for _ in torch.utils.data.DataLoader(range(8), batch_size=2):
+    pass
+probe = gputop_probe.installed()
+probe.write()
+print(probe.failures, probe.last_failure)
+""",
+    )
+
+    assert job.returncode == 0, job.stderr
+    failures, message = job.stdout.strip().split(" ", 1)
+    assert int(failures) >= 1
+    assert message.startswith("write report: PermissionError: report directory") and "open to other users" in message
+    assert os.listdir(shared) == []
+
+
+def test_a_process_without_dataloaders_writes_nothing(probe_dir):
+    job, report = run_job(probe_dir, code="import torch.utils.data, time; time.sleep(0.7)")
+
+    assert job.returncode == 0, job.stderr
+    assert report is None
+    assert os.listdir(probe_dir) == []
+
+
+def test_the_probe_imports_and_installs_where_torch_is_absent():
+    code = "import sys; sys.modules['torch'] = None\nimport gputop.probe\nprint(gputop.probe.install())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "True"
+
+
+def test_a_forked_child_reports_its_own_loaders(probe_dir):
+    code = """
+import os, torch
+loader = torch.utils.data.DataLoader(range(12), batch_size=3)
+for _ in loader:
+    pass
+child = os.fork()
+if child == 0:
+    for _ in loader:
+        pass
+    for _ in loader:
+        pass
+    os._exit(0 if __import__('gputop_probe').installed().write() else 1)
+os.waitpid(child, 0)
+print(child, flush=True)
+"""
+    job, parent = run_job(probe_dir, code=code)
+
+    child = json.loads((probe_dir / f"{job.stdout.strip()}.json").read_text())
+    assert (parent["loaders"][0]["passes"], parent["loaders"][0]["batches"]) == (1, 4)
+    assert (child["pid"], child["loaders"][0]["passes"], child["loaders"][0]["batches"]) == (int(job.stdout), 2, 8)
+
+
+# -- the channel ------------------------------------------------------------------------------------------------
+
+
+def test_reports_are_private_to_their_user(tmp_path, monkeypatch):
+    directory = tmp_path / "runtime" / "gputop"
+    monkeypatch.setenv("GPUTOP_PROBE_DIR", str(directory))
+
+    assert channel.ensure_dir(channel.report_dir()) is None
+    channel.write_report(str(directory), 1234, b"{}")
+
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE((directory / "1234.json").stat().st_mode) == 0o600
+    assert os.listdir(directory) == ["1234.json"]
+
+
+def test_report_dir_is_under_the_runtime_dir_else_per_user_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUTOP_PROBE_DIR", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert channel.report_dir() == str(tmp_path / "gputop")
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert channel.report_dir() == str(tmp_path / f"gputop-{os.geteuid()}")
+
+
+def test_the_probe_removes_reports_of_processes_that_are_gone(probe_dir):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (probe_dir / f"{dead.stdout.strip()}.json").write_text("{}")
+
+    _, report = run_job(probe_dir, "--epochs", "1")
+
+    assert os.listdir(probe_dir) == [f"{report['pid']}.json"]

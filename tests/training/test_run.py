@@ -1,0 +1,209 @@
+"""`gputop run`: the real command line around real jobs: exit codes, signals, the probe in every process."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.training.conftest import SCRIPTS, read_line
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+PYTHON = [sys.executable, "-W", "ignore"]
+
+
+def gputop_run(*args: str, probe_dir: Path, env: dict[str, str] | None = None, preamble: str = "", **kwargs):
+    """Start `gputop run ARGS` in a subprocess; ``preamble`` runs in its interpreter before the CLI does."""
+    code = f"import sys\n{preamble}\nfrom gputop.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "run", *args],
+        env={**os.environ, "GPUTOP_PROBE_DIR": str(probe_dir), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 60) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout_s)
+    return proc.returncode, out, err
+
+
+def last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_exit_code_is_the_commands_and_the_last_line_is_its_training_view(probe_dir):
+    job = [*PYTHON, str(SCRIPTS / "train.py"), "--workers", "2", "--epochs", "2", "--batches", "10", "--exit-code", "3"]
+
+    code, out, err = finish(gputop_run("--headless", "--report-json", "--", *job, probe_dir=probe_dir))
+
+    assert code == 3, err
+    assert "done 2 epochs" in out
+    doc = last_json(out)
+    assert (doc["command"], doc["exit_code"]) == (job, 3)
+    (view,) = doc["training"]
+    assert view["pid"] == doc["pid"]
+    probe = view["probe"]
+    assert probe["status"] == "ok"
+    (loader,) = probe["loaders"]
+    assert (loader["passes"], loader["batches"]) == (2, 20)
+    assert loader["requested"]["num_workers"] == loader["effective"]["num_workers"] == 2
+    assert loader["effective"]["start_method"] == "fork"
+    assert sorted(os.listdir(probe_dir)) == [], "the run's reports are removed once it is over"
+
+
+def test_a_command_killed_by_a_signal_exits_like_a_shell_says(probe_dir):
+    code, _, _ = finish(
+        gputop_run("--headless", "--", *PYTHON, "-c", "import os; os.kill(os.getpid(), 9)", probe_dir=probe_dir)
+    )
+
+    assert code == 128 + 9
+
+
+def test_a_missing_command_is_127(probe_dir):
+    code, _, err = finish(gputop_run("--headless", "--", "no-such-command-here", probe_dir=probe_dir))
+
+    assert code == 127
+    assert "command not found: no-such-command-here" in err
+
+
+@pytest.mark.parametrize(("signo", "name"), [(signal.SIGTERM, "TERM"), (signal.SIGINT, "INT")])
+def test_a_signal_sent_to_gputop_is_forwarded_once(probe_dir, signo, name):
+    proc = gputop_run("--headless", "--", *PYTHON, str(SCRIPTS / "count_signals.py"), probe_dir=probe_dir)
+    read_line(proc, "ready")
+
+    os.kill(proc.pid, signo)
+
+    code, out, err = finish(proc)
+    assert f"{name}=1" in out, err
+    assert code == 41
+
+
+def test_ctrl_c_at_the_terminal_reaches_the_job_once(probe_dir):
+    # The terminal sends SIGINT to its whole foreground group, gputop and the job alike: gputop must not add one.
+    pid, terminal = pty.fork()
+    if pid == 0:
+        os.environ["GPUTOP_PROBE_DIR"] = str(probe_dir)
+        os.execv(
+            sys.executable,
+            [sys.executable, "-m", "gputop", "run", "--headless", "--", *PYTHON, str(SCRIPTS / "count_signals.py")],
+        )
+    output = b""
+    deadline = time.monotonic() + 30
+    while b"ready" not in output and time.monotonic() < deadline:
+        output += os.read(terminal, 1024)
+    os.write(terminal, b"\x03")
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(terminal, 1024)
+        except OSError:  # EIO: the terminal's last process has gone
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(terminal)
+    assert b"INT=1 TERM=0" in output, output
+    assert os.waitstatus_to_exitcode(status) == 41
+
+
+def test_the_probe_reaches_python_processes_below_a_shell(probe_dir):
+    script = f"{' '.join(PYTHON)} {SCRIPTS / 'train.py'} --epochs 1; :"
+
+    code, out, err = finish(gputop_run("--headless", "--report-json", "--", "sh", "-c", script, probe_dir=probe_dir))
+
+    assert code == 0, err
+    doc = last_json(out)
+    python = [v for v in doc["training"] if v["pid"] != doc["pid"]]
+    assert len(python) == 1
+    assert python[0]["probe"]["status"] == "ok"
+    assert python[0]["probe"]["loaders"][0]["batches"] == 20
+
+
+def test_the_probe_reaches_every_torchrun_rank(probe_dir):
+    torchrun = [*PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    job = [*torchrun, str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "2"]
+
+    code, out, err = finish(gputop_run("--headless", "--report-json", "--", *job, probe_dir=probe_dir))
+
+    assert code == 0, err
+    ranks = [v["probe"] for v in last_json(out)["training"] if v["probe"]["status"] == "ok"]
+    assert sorted((p["rank"], p["world_size"]) for p in ranks) == [(0, 2), (1, 2)]
+    assert all(p["loaders"][0]["batches"] == 40 for p in ranks)
+
+
+def test_an_existing_sitecustomize_still_runs(probe_dir):
+    check = (
+        "import os, sys; print('existing', os.environ.get('EXISTING_SITECUSTOMIZE_RAN'), 'gputop_probe' in sys.modules)"
+    )
+    env = {"PYTHONPATH": str(SCRIPTS / "sitecustomize_marker")}
+
+    code, out, err = finish(gputop_run("--headless", "--", *PYTHON, "-c", check, probe_dir=probe_dir, env=env))
+
+    assert code == 0, err
+    assert "existing 1 True" in out
+
+
+def test_headless_prints_a_periodic_status_line(probe_dir):
+    job = [*PYTHON, str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "0", "--item-s", "0.02", "--persistent"]
+    proc = gputop_run("--headless", "-d", "0.5", "--", *job, probe_dir=probe_dir)
+    line = read_stderr_line(proc, "gputop: PID ", want="data wait")
+    proc.terminate()
+
+    code, _, _ = finish(proc)
+    assert code == 42  # the job's own answer to the forwarded SIGTERM
+    assert "batch 4" in line
+    assert "1 workers (fork)" in line
+    assert "pin_memory off" in line
+
+
+def read_stderr_line(proc: subprocess.Popen, prefix: str, want: str, timeout_s: float = 30) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if line.startswith(prefix) and want in line:
+            return line
+        if not line:
+            break
+    pytest.fail(f"no status line with {want!r}")
+
+
+def test_without_a_dashboard_it_says_so_and_runs_headless(probe_dir):
+    preamble = "sys.modules['gputop.ui.app'] = None  # as where Textual is missing"
+
+    code, _, err = finish(
+        gputop_run("--", *PYTHON, "-c", "raise SystemExit(5)", probe_dir=probe_dir, preamble=preamble)
+    )
+
+    assert code == 5
+    assert "no dashboard here" in err
+    assert "running headless" in err
+
+
+def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_dir):
+    preamble = (
+        "import types\n"
+        "app = types.ModuleType('gputop.ui.app')\n"
+        "app.run_dashboard = lambda **kw: print('dashboard', sorted(kw.items()), file=sys.stderr) or 0\n"
+        "sys.modules['gputop.ui.app'] = app"
+    )
+    job = [*PYTHON, "-c", "print('job output')"]
+
+    code, out, err = finish(gputop_run("--report-json", "--", *job, probe_dir=probe_dir, preamble=preamble))
+
+    assert code == 0, err
+    pid = last_json(out)["pid"]
+    assert f"dashboard [('interval_s', 1.0), ('pid', {pid}), ('readonly', False)]" in err
+    assert "job output" not in out.splitlines()[:-1]
+    log = next(line for line in err.splitlines() if "job output was written to" in line).rsplit(" ", 1)[1]
+    assert Path(log).read_text() == "job output\n"
