@@ -1,0 +1,165 @@
+"""The dashboard application: takes snapshots from a source on another thread and shows the newest one.
+
+Snapshots arrive on the source's thread. They are queued and the UI thread is woken once per batch, so a burst
+(or a slow terminal) costs one redraw, while every snapshot still goes into the history behind the sparklines.
+"""
+
+from __future__ import annotations
+
+import getpass
+import threading
+from collections import deque
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.reactive import var
+
+from gputop.cli import MIN_INTERVAL_S
+from gputop.model import Snapshot
+from gputop.ui.history import History
+from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.screens.detail import ProcessDetailScreen
+from gputop.ui.screens.help import HelpScreen
+from gputop.ui.source import SnapshotSource
+from gputop.ui.widgets.process_table import ProcessTable
+
+INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+MOVEMENT_KEYS = ("↑ ↓ PgUp PgDn Home End", "Move in the process table (a mouse click works too)")
+
+
+def next_interval(interval_s: float, longer: bool) -> float:
+    """The next step up or down from ``interval_s``; never below ``MIN_INTERVAL_S``."""
+    if longer:
+        return next((s for s in INTERVAL_STEPS_S if s > interval_s + 1e-9), max(interval_s, INTERVAL_STEPS_S[-1]))
+    return max(MIN_INTERVAL_S, next((s for s in reversed(INTERVAL_STEPS_S) if s < interval_s - 1e-9), MIN_INTERVAL_S))
+
+
+def key_help(readonly: bool) -> list[tuple[str, str]]:
+    """``(keys, what they do)`` for every key, read from the bindings themselves so the help cannot fall behind."""
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for owner in (GputopApp, DashboardScreen, ProcessTable, ProcessDetailScreen):
+        for binding in owner.BINDINGS:
+            if not isinstance(binding, Binding) or not binding.tooltip or binding.action in seen:
+                continue  # no tooltip: cursor keys, summed up in MOVEMENT_KEYS
+            seen.add(binding.action)
+            if not (readonly and binding.action == "signal"):
+                rows.append((binding.key_display or binding.key, binding.tooltip))
+        if owner is ProcessTable:
+            rows.append(MOVEMENT_KEYS)
+    return rows
+
+
+class GputopApp(App[int]):
+    """gputop's dashboard. ``source`` is the live ``Sampler`` or anything with its interface."""
+
+    CSS_PATH = Path(__file__).with_name("gputop.tcss")
+    TITLE = "gputop"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", tooltip="Quit gputop"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit gputop"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key"),
+        Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; sampling goes on, the graphs stay whole"),
+        Binding("plus,equals_sign", "slower", "Slower", show=False, key_display="+", tooltip="Refresh less often"),
+        Binding(
+            "minus",
+            "faster",
+            "Faster",
+            show=False,
+            key_display="-",
+            tooltip=f"Refresh more often (every {MIN_INTERVAL_S}s at most)",
+        ),
+    ]
+
+    # ``var``, not ``reactive``: the screens redraw exactly what changed, the app itself never repaints.
+    snapshot: var[Snapshot | None] = var(None)
+    """The snapshot on screen: the newest one, unless paused."""
+    paused = var(False)
+    interval_s = var(1.0)
+
+    class SnapshotsArrived(Message):
+        """Wakes the UI thread: there are snapshots in the inbox."""
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        interval_s: float = 1.0,
+        focus_pid: int | None = None,
+        readonly: bool = False,
+        user: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.focus_pid = focus_pid
+        self.readonly = readonly
+        self.user = user if user is not None else getpass.getuser()
+        self.history = History()
+        self.latest: Snapshot | None = None
+        self._inbox: deque[Snapshot] = deque()
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self.set_reactive(GputopApp.interval_s, interval_s)
+
+    def on_mount(self) -> None:
+        self.push_screen(DashboardScreen())
+        self.source.subscribe(self._receive)
+        self.source.start()
+
+    def on_unmount(self) -> None:
+        self.source.stop()
+
+    def _receive(self, snap: Snapshot) -> None:
+        """Runs on the source's thread: queue the snapshot and wake the UI thread if it is not already awake."""
+        self._inbox.append(snap)
+        with self._wake_lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        self.post_message(self.SnapshotsArrived())
+
+    def on_gputop_app_snapshots_arrived(self, _: SnapshotsArrived) -> None:
+        with self._wake_lock:
+            self._wake_pending = False
+        latest = None
+        while self._inbox:
+            latest = self._inbox.popleft()
+            self.history.record(latest)
+        if latest is not None:
+            self.latest = latest
+            if not self.paused:
+                self.snapshot = latest
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused and self.latest is not None:
+            self.snapshot = self.latest
+
+    def action_slower(self) -> None:
+        self.interval_s = next_interval(self.interval_s, longer=True)
+
+    def action_faster(self) -> None:
+        self.interval_s = next_interval(self.interval_s, longer=False)
+
+    def watch_interval_s(self, interval_s: float) -> None:
+        self.source.set_interval(interval_s)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(key_help(self.readonly)))
+
+
+def run_dashboard(interval_s: float, pid: int | None, readonly: bool) -> int:
+    """Run the live dashboard until the user quits; returns the exit status."""
+    from gputop.collect.sampler import Sampler, SnapshotMaker
+
+    source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
+    app = GputopApp(source, interval_s=interval_s, focus_pid=pid, readonly=readonly)
+    try:
+        app.run()
+    finally:
+        source.stop()
+    return app.return_code or 0

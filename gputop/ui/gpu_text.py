@@ -1,0 +1,227 @@
+"""The text of a GPU card (several lines) and of a compact GPU row (one line), from one ``Gpu`` reading.
+
+Pure functions of the reading, its sparklines, the width and a palette, so the layout is tested without a terminal.
+Every value that could not be read prints as N/A in the dim style; nothing unreadable is drawn as zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.style import Style
+from rich.text import Text
+
+from gputop.model import GPU_LOST_STATE, GPU_OK, Gpu
+from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
+from gputop.ui.bars import fit, meter
+
+THROTTLE_NAMES = {
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "HW slowdown",
+    "sw_thermal_slowdown": "thermal (SW)",
+    "hw_thermal_slowdown": "thermal (HW)",
+    "hw_power_brake_slowdown": "power brake (HW)",
+    "sync_boost": "sync boost",
+    "applications_clocks_setting": "app clocks",
+    "display_clock_setting": "display clock",
+}
+"""Clock-event reasons that slow a GPU down; ``gpu_idle`` is left out: an idle GPU is not throttled."""
+
+MEMORY_WARN = 0.90
+MEMORY_CRIT = 0.98
+HOT_C = 85.0
+SPARK_MAX = 40
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Rich styles for the parts of a card, taken from the widget's component classes (so themes apply)."""
+
+    label: Style = field(default_factory=Style)
+    fill: Style = field(default_factory=Style)
+    warn: Style = field(default_factory=Style)
+    crit: Style = field(default_factory=Style)
+    track: Style = field(default_factory=Style)
+    dim: Style = field(default_factory=Style)
+    spark: Style = field(default_factory=Style)
+
+
+@dataclass(frozen=True)
+class Sparks:
+    """The card's history lines, already sized: memory used %, GPU busy % and SM activity %."""
+
+    memory: str = ""
+    busy: str = ""
+    sm: str = ""
+
+
+def state_label(gpu: Gpu) -> str:
+    """``LOST`` or ``ERROR`` for a GPU that cannot be read, empty for a healthy one."""
+    return "" if gpu.state == GPU_OK else "LOST" if gpu.state == GPU_LOST_STATE else "ERROR"
+
+
+def throttles(gpu: Gpu) -> list[str]:
+    """Human names of the active reasons the GPU's clocks are held down."""
+    return [THROTTLE_NAMES.get(r, r) for r in gpu.throttle_reasons or () if r != "gpu_idle"]
+
+
+def has_sm_activity(gpu: Gpu) -> bool:
+    """Whether the GPU reports real SM activity (GPM): read, or being measured for the first time."""
+    return gpu.sm_activity_percent is not None or gpu.unavailable.get("sm_activity_percent") == "measuring"
+
+
+def spark_width(inner_width: int) -> int:
+    """How many cells of a card line go to its sparkline."""
+    return 0 if inner_width < 56 else min(SPARK_MAX, inner_width // 4)
+
+
+def subtitle(gpu: Gpu) -> str:
+    """The card's bottom-border note: throttling and uncorrected ECC errors, the things to act on."""
+    notes = []
+    slow = throttles(gpu)
+    if slow:
+        notes.append("throttled: " + ", ".join(slow))
+    if gpu.ecc_uncorrected_volatile:
+        notes.append(f"ECC errors: {gpu.ecc_uncorrected_volatile}")
+    return "  ".join(notes)
+
+
+def _value(text: str, palette: Palette, style: Style | None = None) -> Text:
+    return Text(text, style=palette.dim if text == NA else style or Style())
+
+
+def _memory_style(fraction: float | None, palette: Palette) -> Style:
+    if fraction is not None and fraction >= MEMORY_CRIT:
+        return palette.crit
+    return palette.warn if fraction is not None and fraction >= MEMORY_WARN else palette.fill
+
+
+def _percent_of(value: float | None) -> float | None:
+    return None if value is None else value / 100
+
+
+def _bar_line(label: str, fraction: float | None, style: Style, info: Text, spark: str, width: int, p: Palette) -> Text:
+    """``LABEL [bar] info`` with the sparkline flush right; the bar takes whatever the rest leaves."""
+    spark_cells = len(spark) + 2 if spark else 0
+    bar_width = max(4, width - 5 - 1 - max(22, info.cell_len) - spark_cells)
+    line = Text(f"{label:<5}", style=p.label)
+    line.append_text(meter(fraction, bar_width, style, p.track))
+    line.append(" ")
+    line.append_text(info)
+    line.pad_right(width - spark_cells - line.cell_len)
+    if spark:
+        line.append("  " + spark, style=p.spark)
+    line.truncate(width)
+    return line
+
+
+def _memory_info(gpu: Gpu, p: Palette) -> Text:
+    info = _value(fmt_bytes(gpu.memory_used_bytes), p)
+    info.append(" / ")
+    info.append_text(_value(fmt_bytes(gpu.memory_total_bytes), p))
+    fraction = gpu.memory_used_fraction
+    info.append(" ")
+    info.append_text(_value(fmt_percent(None if fraction is None else fraction * 100).rjust(4), p))
+    return info
+
+
+def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette) -> list[Text]:
+    """The inside of a GPU card, ``width`` cells wide."""
+    if gpu.state != GPU_OK:
+        return [
+            Text(gpu.reason or "no reason given", style=p.crit),
+            Text("Nothing can be read from it; gputop keeps trying to reopen it.", style=p.dim),
+        ]
+    fraction = gpu.memory_used_fraction
+    lines = [_bar_line("MEM", fraction, _memory_style(fraction, p), _memory_info(gpu, p), sparks.memory, width, p)]
+    busy = _value(fmt_percent(gpu.utilization_gpu_percent).rjust(4), p)
+    busy.append("   mem ctrl ", style=p.label)
+    busy.append_text(_value(fmt_percent(gpu.utilization_memory_percent), p))
+    lines.append(_bar_line("BUSY", _percent_of(gpu.utilization_gpu_percent), p.fill, busy, sparks.busy, width, p))
+    if has_sm_activity(gpu):
+        sm = _value(fmt_percent(gpu.sm_activity_percent).rjust(4), p)
+        lines.append(_bar_line("SM", _percent_of(gpu.sm_activity_percent), p.fill, sm, sparks.sm, width, p))
+    hot = gpu.temperature_c is not None and gpu.temperature_c >= HOT_C
+    stats = Text()
+    for label, value, style in (
+        ("", fmt_number(gpu.temperature_c, "°C"), p.crit if hot else None),
+        ("fan ", fmt_percent(gpu.fan_percent), None),
+        ("", NA if gpu.pstate is None else f"P{gpu.pstate}", None),
+        ("power ", f"{fmt_number(gpu.power_w)} / {fmt_number(gpu.power_limit_w, ' W')}", None),
+    ):
+        stats.append(label, style=p.label)
+        stats.append_text(_value(value, p, style))
+        stats.append("  ")
+    lines.append(stats)
+    links = Text("clocks SM ", style=p.label)
+    links.append_text(_value(fmt_number(gpu.clock_sm_mhz, " MHz"), p))
+    links.append("  mem ", style=p.label)
+    links.append_text(_value(fmt_number(gpu.clock_mem_mhz, " MHz"), p))
+    links.append("   PCIe rx ", style=p.label)
+    links.append_text(_value(_rate(gpu.pcie_rx_bytes_per_s), p))
+    links.append(" tx ", style=p.label)
+    links.append_text(_value(_rate(gpu.pcie_tx_bytes_per_s), p))
+    lines.append(links)
+    for line in lines:
+        line.truncate(width)
+    return lines
+
+
+def _rate(bytes_per_s: int | None) -> str:
+    return NA if bytes_per_s is None else fmt_bytes(bytes_per_s) + "/s"
+
+
+def short_name(name: str | None) -> str:
+    """The model without the vendor prefix every GPU here shares."""
+    if not name:
+        return NA
+    return name.removeprefix("NVIDIA ").removeprefix("GeForce ")
+
+
+def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
+    """One GPU on one line, for small terminals and many GPUs.
+
+    Every part has a fixed width that depends only on ``width``, so the rows of all GPUs line up as columns.
+    """
+    wide = width >= 120
+    line = Text(f"{gpu.index:>2} ", style=p.label)
+    name_width = 22 if wide else 14
+    line.append(fit(short_name(gpu.name), name_width), style=p.label)
+    if gpu.state != GPU_OK:
+        line.append(f" {state_label(gpu)}: {gpu.reason or 'no reason given'}", style=p.crit)
+        line.truncate(width)
+        return line
+    fraction = gpu.memory_used_fraction
+    memory = _memory_info(gpu, p) if wide else _value(fmt_percent(_times_100(fraction)).rjust(4), p)
+    flag_width = 18 if wide else 2
+    spark_cells = len(spark) + 2 if spark else 0
+    fixed = 3 + name_width + 6 + memory.cell_len + 6 + 5 + 8 + 6 + 6 + 4 + flag_width + spark_cells
+    bar = max(3, min(24, (width - fixed) // 2))
+    line.append(" MEM ", style=p.label)
+    line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
+    line.append(" ")
+    line.append_text(memory)
+    line.append(" BUSY ", style=p.label)
+    line.append_text(meter(_percent_of(gpu.utilization_gpu_percent), bar, p.fill, p.track))
+    line.append_text(_value(fmt_percent(gpu.utilization_gpu_percent).rjust(5), p))
+    if has_sm_activity(gpu):
+        line.append(" SM ", style=p.label)
+        line.append_text(_value(fmt_percent(gpu.sm_activity_percent).rjust(4), p))
+    else:
+        line.append(" " * 8)
+    hot = gpu.temperature_c is not None and gpu.temperature_c >= HOT_C
+    line.append(" ")
+    line.append_text(_value(fmt_number(gpu.temperature_c, "°C").rjust(5), p, p.crit if hot else None))
+    line.append_text(_value(fmt_number(gpu.power_w, "W").rjust(6), p))
+    line.append_text(_value((NA if gpu.pstate is None else f"P{gpu.pstate}").rjust(4), p))
+    slow = throttles(gpu)
+    flag = (" ⚠ " + ", ".join(slow) if wide else " ⚠") if slow else ""
+    line.append(fit(flag, flag_width), style=p.warn)
+    if spark_cells:
+        line.append("  " + spark, style=p.spark)
+    line.truncate(width)
+    return line
+
+
+def _times_100(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100

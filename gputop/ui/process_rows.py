@@ -1,0 +1,277 @@
+"""The rows of the process table, worked out from a snapshot: flat or as a tree, filtered and sorted.
+
+Pure functions over the data model, so every view option is tested without a terminal. The table widget only
+turns these rows into cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gputop.model import COMPUTE, COMPUTE_GRAPHICS, GRAPHICS, GpuProcess, HostProcess, Snapshot, frozen_reasons
+
+DATALOADER_WORKER_NAME = "pt_data_worker"
+KIND_LABELS = {COMPUTE: "C", GRAPHICS: "G", COMPUTE_GRAPHICS: "C+G"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One process-table column: how it is titled, how wide it is and how it sorts."""
+
+    key: str
+    title: str
+    width: int
+    right: bool = False
+    descending: bool = False
+    """Sorting by this column puts the largest first, which is what one looks for in usage columns."""
+    wide_only: bool = False
+    """Left out below ``WIDE_TABLE_MIN`` columns, so the command keeps some room at 80 columns."""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("gpu", "GPU", 3, right=True),
+    Column("pid", "PID", 7, right=True),
+    Column("user", "USER", 7),
+    Column("kind", "C/G", 3, wide_only=True),
+    Column("gpu_mem", "GPU MEM", 7, right=True, descending=True),
+    Column("sm", "%SM", 4, right=True, descending=True),
+    Column("cpu", "%CPU", 5, right=True, descending=True),
+    Column("host_mem", "HOST MEM", 8, right=True, descending=True, wide_only=True),
+    Column("elapsed", "ELAPSED", 10, right=True, descending=True),
+    Column("command", "COMMAND", 0),
+)
+WIDE_TABLE_MIN = 100
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """What the user asked the table to show."""
+
+    sort_key: str = "gpu"
+    reverse: bool = False
+    tree: bool = False
+    filter_text: str = ""
+    compute_only: bool = False
+    mine_only: bool = False
+    user: str | None = None
+    """Who "mine" is: the user running gputop."""
+    focus_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    """One line of the table: a process on one GPU (flat view) or one process with all its GPUs (tree view)."""
+
+    key: str
+    pid: int
+    gpus: tuple[int, ...] = ()
+    kind: str | None = None
+    user: str | None = None
+    name: str | None = None
+    command: str | None = None
+    gpu_memory_bytes: int | None = None
+    sm_percent: float | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+    elapsed_s: float | None = None
+    tree_prefix: str = ""
+    unavailable: Mapping[str, str] = field(default_factory=lambda: frozen_reasons(None))
+
+    @property
+    def is_worker(self) -> bool:
+        return self.name == DATALOADER_WORKER_NAME
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(self.gpus)
+
+
+def row_key(gpus: Iterable[int], pid: int) -> str:
+    """A stable key: the same process on the same GPUs keeps its row (and the cursor) from tick to tick."""
+    return f"{','.join(map(str, gpus))}:{pid}"
+
+
+def build_rows(snap: Snapshot, options: ViewOptions) -> list[ProcessRow]:
+    """The rows to show for ``snap``, in display order."""
+    family = focus_family(snap, options.focus_pid) if options.focus_pid is not None else None
+    if options.tree:
+        return _tree_rows(snap, options, family)
+    rows = [_gpu_row(snap, p) for p in snap.processes if family is None or p.pid in family]
+    return sort_rows([r for r in rows if _matches(r, options)], options)
+
+
+def focus_family(snap: Snapshot, focus_pid: int) -> set[int]:
+    """The focus process and all its descendants that the snapshot knows about."""
+    children = _children_by_parent(snap.host_processes)
+    family: set[int] = set()
+    stack = [focus_pid]
+    while stack:
+        pid = stack.pop()
+        if pid not in family:
+            family.add(pid)
+            stack.extend(children.get(pid, ()))
+    return family
+
+
+def sort_rows(rows: list[ProcessRow], options: ViewOptions) -> list[ProcessRow]:
+    """Rows in the chosen order; values that could not be read go last in either direction."""
+    column = next((c for c in COLUMNS if c.key == options.sort_key), COLUMNS[0])
+    value = _SORT_VALUES[column.key]
+    known = [r for r in rows if value(r) is not None]
+    unknown = [r for r in rows if value(r) is None]
+    descending = column.descending != options.reverse
+    known.sort(key=lambda r: (value(r), *_tiebreak(r)), reverse=descending)
+    unknown.sort(key=_tiebreak)
+    return known + unknown
+
+
+def _tiebreak(row: ProcessRow) -> tuple[int, int, int]:
+    return (min(row.gpus, default=1 << 30), -(row.gpu_memory_bytes or 0), row.pid)
+
+
+_SORT_VALUES: dict[str, Callable[[ProcessRow], Any]] = {
+    "gpu": lambda r: min(r.gpus) if r.gpus else None,
+    "pid": lambda r: r.pid,
+    "user": lambda r: r.user,
+    "kind": lambda r: r.kind,
+    "gpu_mem": lambda r: r.gpu_memory_bytes,
+    "sm": lambda r: r.sm_percent,
+    "cpu": lambda r: r.cpu_percent,
+    "host_mem": lambda r: r.rss_bytes,
+    "elapsed": lambda r: r.elapsed_s,
+    "command": lambda r: r.command,
+}
+
+
+def _elapsed(snap: Snapshot, start_time: float | None) -> float | None:
+    return None if start_time is None else max(0.0, snap.time - start_time)
+
+
+def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
+    return ProcessRow(
+        key=row_key((p.gpu_index,), p.pid),
+        pid=p.pid,
+        gpus=(p.gpu_index,),
+        kind=p.kind,
+        user=p.user,
+        name=p.name,
+        command=p.command,
+        gpu_memory_bytes=p.gpu_memory_bytes,
+        sm_percent=p.sm_percent,
+        cpu_percent=p.cpu_percent,
+        rss_bytes=p.rss_bytes,
+        elapsed_s=_elapsed(snap, p.start_time),
+        unavailable=p.unavailable,
+    )
+
+
+def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> ProcessRow:
+    """A process with its GPU side summed over its GPUs (memory) or the busiest GPU (SM)."""
+    reasons = dict(host.unavailable)
+    memory: int | None = None
+    sm: float | None = None
+    kinds = set()
+    for p in on_gpus:
+        reasons.update(p.unavailable)
+        kinds.add(p.kind)
+        if p.gpu_memory_bytes is not None:
+            memory = (memory or 0) + p.gpu_memory_bytes
+        if p.sm_percent is not None:
+            sm = p.sm_percent if sm is None else max(sm, p.sm_percent)
+    gpus = tuple(sorted({p.gpu_index for p in on_gpus}))
+    kind = None if not kinds else kinds.pop() if len(kinds) == 1 else COMPUTE_GRAPHICS
+    return ProcessRow(
+        key=row_key(gpus, host.pid),
+        pid=host.pid,
+        gpus=gpus,
+        kind=kind,
+        user=host.user,
+        name=host.name,
+        command=host.command,
+        gpu_memory_bytes=memory,
+        sm_percent=sm,
+        cpu_percent=host.cpu_percent,
+        rss_bytes=host.rss_bytes,
+        elapsed_s=_elapsed(snap, host.start_time),
+        unavailable=frozen_reasons(reasons),
+    )
+
+
+def _children_by_parent(hosts: Iterable[HostProcess]) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for h in hosts:
+        if h.ppid is not None:
+            children.setdefault(h.ppid, []).append(h.pid)
+    return children
+
+
+def _tree_rows(snap: Snapshot, options: ViewOptions, family: set[int] | None) -> list[ProcessRow]:
+    gpu_side: dict[int, list[GpuProcess]] = {}
+    for p in snap.processes:
+        gpu_side.setdefault(p.pid, []).append(p)
+    hosts = {h.pid: h for h in snap.host_processes}
+    for pid in gpu_side:
+        hosts.setdefault(pid, HostProcess(pid))  # NVML saw it, the host could not: still a row
+    if family is not None:
+        hosts = {pid: h for pid, h in hosts.items() if pid in family}
+    rows = {pid: _host_row(snap, h, gpu_side.get(pid, [])) for pid, h in hosts.items()}
+    parent = {pid: h.ppid for pid, h in hosts.items() if h.ppid in hosts}
+    children = _children_by_parent(h for h in hosts.values() if h.pid in parent)
+    shown = _shown_in_tree(rows, parent, children, options)
+    roots = [rows[pid] for pid in rows if pid not in parent and pid in shown]
+    out: list[ProcessRow] = []
+
+    def walk(row: ProcessRow, lead: str, branch: str) -> None:
+        out.append(_with_prefix(row, lead + branch))
+        kids = sort_rows([rows[c] for c in children.get(row.pid, ()) if c in shown], options)
+        below = lead + ("   " if branch == "└─ " else "│  " if branch else "")
+        for i, kid in enumerate(kids):
+            walk(kid, below, "└─ " if i == len(kids) - 1 else "├─ ")
+
+    for root in sort_rows(roots, options):
+        walk(root, "", "")
+    return out
+
+
+def _with_prefix(row: ProcessRow, prefix: str) -> ProcessRow:
+    return replace(row, tree_prefix=prefix) if prefix else row
+
+
+def _shown_in_tree(
+    rows: dict[int, ProcessRow], parent: dict[int, int], children: dict[int, list[int]], options: ViewOptions
+) -> set[int]:
+    """A process stays in the tree when it, an ancestor or a descendant matches: a match keeps its family."""
+    if not _filtering(options):
+        return set(rows)
+    shown: set[int] = set()
+    for pid, row in rows.items():
+        if not _matches(row, options):
+            continue
+        up: int | None = pid
+        while up is not None and up not in shown:
+            shown.add(up)
+            up = parent.get(up)
+        stack = list(children.get(pid, ()))
+        while stack:
+            kid = stack.pop()
+            shown.add(kid)
+            stack.extend(children.get(kid, ()))
+    return shown
+
+
+def _filtering(options: ViewOptions) -> bool:
+    return bool(options.filter_text or options.compute_only or options.mine_only)
+
+
+def _matches(row: ProcessRow, options: ViewOptions) -> bool:
+    if options.compute_only and row.kind not in (COMPUTE, COMPUTE_GRAPHICS):
+        return False
+    if options.mine_only and (row.user is None or row.user != options.user):
+        return False
+    if options.filter_text:
+        haystack = " ".join(str(v) for v in (row.pid, row.user, row.name, row.command) if v is not None).lower()
+        if options.filter_text.lower() not in haystack:
+            return False
+    return True

@@ -1,0 +1,1 @@
+"""The dashboard's screens: the overview, a process's detail, the signal dialog and the key help."""

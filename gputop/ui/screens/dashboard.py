@@ -1,0 +1,228 @@
+"""The main screen: status line, banner, GPUs, host, and the process table with its view options."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from gputop.model import PROCESS_EXITED, Snapshot
+from gputop.ui.process_rows import COLUMNS, ViewOptions, build_rows, focus_family
+from gputop.ui.screens.detail import ProcessDetailScreen
+from gputop.ui.screens.signal_dialog import confirm_and_signal
+from gputop.ui.widgets.banner import Banner
+from gputop.ui.widgets.gpu_panel import GpuPanel
+from gputop.ui.widgets.host_panel import HostPanel
+from gputop.ui.widgets.process_table import ProcessTable
+from gputop.ui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from gputop.ui.app import GputopApp
+
+TABLE_MIN_LINES = 8
+"""The process table keeps at least its title, header and six rows; the GPU panel gets the rest."""
+PER_CORE_MIN_HEIGHT = 30
+
+
+def screen_messages(snap: Snapshot, focus_pid: int | None) -> tuple[str, ...]:
+    """What the banner must say about this snapshot: no driver, the focus process's state, collector notices."""
+    messages = []
+    if not snap.driver.ok:
+        messages.append(f"No GPU information: {snap.driver.reason or 'the NVIDIA driver did not answer'}")
+    if focus_pid is not None:
+        focus = snap.host_process(focus_pid)
+        family = focus_family(snap, focus_pid)
+        if focus is None or focus.unavailable.get("status") == PROCESS_EXITED:
+            messages.append(f"PID {focus_pid} has exited.")
+        elif snap.driver.ok and not any(p.pid in family for p in snap.processes):
+            who = f" ({focus.name})" if focus.name else ""
+            messages.append(f"PID {focus_pid}{who} uses no GPU: showing its CPU side and its children.")
+    messages.extend(snap.notices)
+    return tuple(messages)
+
+
+def options_summary(options: ViewOptions, shown: int) -> str:
+    """The table's title: how many rows and which view options are on, so nothing hides silently."""
+    column = next(c for c in COLUMNS if c.key == options.sort_key)
+    arrow = "▼" if column.descending != options.reverse else "▲"
+    parts = [f"Processes {shown}", f"sort {column.title} {arrow}"]
+    if options.tree:
+        parts.append("tree")
+    if options.filter_text:
+        parts.append(f'filter "{options.filter_text}"')
+    if options.compute_only:
+        parts.append("compute only")
+    if options.mine_only:
+        parts.append(f"{options.user}'s only")
+    return " " + " · ".join(parts) + " "
+
+
+class DashboardScreen(Screen[None]):
+    """Shows ``app.snapshot``; every key here changes only how the table is viewed, never the sampling."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter processes by PID, user, name or command"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, key_display="Esc", tooltip="Clear the filter"),
+        Binding("t", "toggle_tree", "Tree", tooltip="Tree view: parents, children and DataLoader workers"),
+        Binding("s", "next_sort", "Sort", tooltip="Sort by the next column (or click a column title)"),
+        Binding("r", "reverse_sort", "Reverse", show=False, tooltip="Reverse the sort order"),
+        Binding("c", "toggle_compute", "Compute only", show=False, tooltip="Show compute processes only"),
+        Binding("m", "toggle_mine", "Mine only", show=False, tooltip="Show my processes only"),
+        Binding(
+            "k", "signal", "Signal", tooltip="Send SIGINT, SIGTERM or SIGKILL to the selected process (asks first)"
+        ),
+    ]
+
+    options: var[ViewOptions] = var(ViewOptions)
+
+    @property
+    def gputop(self) -> GputopApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        yield Banner()
+        yield GpuPanel()
+        yield HostPanel()
+        yield Static(id="process-note", markup=False)
+        yield ProcessTable()
+        yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = self.gputop
+        focus = app.focus_pid
+        self.set_reactive(DashboardScreen.options, ViewOptions(user=app.user, focus_pid=focus, tree=focus is not None))
+        self.watch(app, "snapshot", self._show_snapshot)
+        self.watch(app, "paused", self._show_status)
+        self.watch(app, "interval_s", self._show_status)
+        self.query_one(ProcessTable).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "signal" and self.gputop.readonly)
+
+    def _show_status(self) -> None:
+        app = self.gputop
+        self.query_one(StatusBar).show(app.snapshot, app.interval_s, app.paused, app.focus_pid)
+
+    def _show_snapshot(self, snap: Snapshot | None) -> None:
+        self._show_status()
+        if snap is None:
+            return
+        app = self.gputop
+        self.query_one(Banner).messages = screen_messages(snap, app.focus_pid)
+        gpus = snap.gpus
+        if app.focus_pid is not None:
+            family = focus_family(snap, app.focus_pid)
+            used = {p.gpu_index for p in snap.processes if p.pid in family}
+            gpus = tuple(g for g in gpus if g.index in used)
+        panel = self.query_one(GpuPanel)
+        if panel.display != bool(gpus):
+            panel.display = bool(gpus)
+        panel.show(gpus, app.history, snap.time)
+        self.query_one(HostPanel).show(snap.host)
+        self._show_processes()
+        self._fit()
+
+    def watch_options(self) -> None:
+        self._show_processes()
+
+    def _show_processes(self) -> None:
+        snap = self.gputop.snapshot
+        if snap is None:
+            return
+        rows = build_rows(snap, self.options)
+        table = self.query_one(ProcessTable)
+        table.show(rows)
+        column = next(c for c in COLUMNS if c.key == self.options.sort_key)
+        table.sort = (column.key, column.descending != self.options.reverse)
+        title = options_summary(self.options, len(rows))
+        if table.border_title != title:
+            table.border_title = title
+        self._note(self._empty_table_note() if not rows else "")
+
+    def _empty_table_note(self) -> str:
+        options = self.options
+        if options.filter_text or options.compute_only or options.mine_only:
+            return "No process matches the filter and toggles in the title below."
+        if options.focus_pid is not None:
+            return f"No process left to show for PID {options.focus_pid}."
+        return "No GPU processes."
+
+    def _note(self, text: str) -> None:
+        """Show (or hide, with "") the line above the table; untouched when unchanged, to spare a repaint."""
+        note = self.query_one("#process-note", Static)
+        if note.content != text:
+            note.update(text)
+            note.display = bool(text)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Give the GPU panel what the other parts leave, keeping the table usable."""
+        height = self.size.height
+        host = self.query_one(HostPanel)
+        host.set_per_core(height >= PER_CORE_MIN_HEIGHT)
+        banner = self.query_one(Banner)
+        others = 1 + 1 + (2 if height >= PER_CORE_MIN_HEIGHT else 1) + TABLE_MIN_LINES
+        others += len(banner.messages) if banner.messages else 0
+        self.query_one(GpuPanel).fit_to(height - others)
+
+    @on(ProcessTable.RowSelected)
+    def _open_detail(self, event: ProcessTable.RowSelected) -> None:
+        self.app.push_screen(ProcessDetailScreen(event.row.pid))
+
+    @on(ProcessTable.HeaderSelected)
+    def _sort_by_header(self, event: ProcessTable.HeaderSelected) -> None:
+        key = event.column_key
+        same = key == self.options.sort_key
+        self.options = replace(self.options, sort_key=key, reverse=not self.options.reverse if same else False)
+
+    def action_toggle_tree(self) -> None:
+        self.options = replace(self.options, tree=not self.options.tree)
+
+    def action_toggle_compute(self) -> None:
+        self.options = replace(self.options, compute_only=not self.options.compute_only)
+
+    def action_toggle_mine(self) -> None:
+        self.options = replace(self.options, mine_only=not self.options.mine_only)
+
+    def action_next_sort(self) -> None:
+        keys = [c.key for c in COLUMNS]
+        following = keys[(keys.index(self.options.sort_key) + 1) % len(keys)]
+        self.options = replace(self.options, sort_key=following, reverse=False)
+
+    def action_reverse_sort(self) -> None:
+        self.options = replace(self.options, reverse=not self.options.reverse)
+
+    def action_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.add_class("-shown")
+        field.focus()
+
+    def action_clear_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.value = ""
+        field.remove_class("-shown")
+        self.query_one(ProcessTable).focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.options = replace(self.options, filter_text=event.value.strip())
+
+    @on(Input.Submitted, "#filter")
+    def _filter_kept(self) -> None:
+        self.query_one("#filter", Input).remove_class("-shown")
+        self.query_one(ProcessTable).focus()
+
+    def action_signal(self) -> None:
+        row = self.query_one(ProcessTable).selected
+        if row is not None and not self.gputop.readonly:
+            confirm_and_signal(self.app, row.pid, row.user, row.command or row.name)

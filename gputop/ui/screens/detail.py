@@ -1,0 +1,185 @@
+"""One process in detail: its history of GPU memory, %SM and %CPU, command line, start, threads and children."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer
+
+from gputop.model import Snapshot
+from gputop.output import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
+from gputop.ui.gpu_text import Palette
+from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
+from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
+from gputop.ui.screens.signal_dialog import confirm_and_signal
+from gputop.ui.widgets.drawing import CachedComponentStyles
+from gputop.ui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from gputop.ui.app import GputopApp
+
+LABEL_CELLS = 12
+VALUE_CELLS = 26
+
+
+def _trend_line(
+    label: str, trend: Trend, now: float, top: float, value: str, note: str, width: int, p: Palette
+) -> Text:
+    """``label  sparkline  value  note``: the sparkline takes the room the text leaves."""
+    cells = max(10, width - LABEL_CELLS - VALUE_CELLS)
+    line = Text(f"{label:<{LABEL_CELLS}}", style=p.label)
+    line.append(trend.sparkline(cells, now, top), style=p.spark)
+    line.append(f"  {value}")
+    if note:
+        line.append(f"  {note}", style=p.dim)
+    return line
+
+
+def detail_lines(
+    snap: Snapshot, pid: int, history: ProcessHistory | None, width: int, p: Palette
+) -> list[RenderableType]:
+    """The detail page of ``pid`` in ``snap``, ``width`` cells wide."""
+    host = snap.host_process(pid)
+    if host is None:
+        return [Text(f"PID {pid} is no longer watched: it has exited, or no longer uses a GPU.", style=p.label)]
+    gpu_side = [p for p in snap.processes if p.pid == pid]
+    title = Text(f"PID {pid}  ", style=p.label)
+    title.append(host.name or NA, style=p.label)
+    facts = [f"user {host.user or NA}", f"status {host.status or NA}", f"{fmt_number(host.num_threads)} threads"]
+    if host.ppid is not None:
+        parent = snap.host_process(host.ppid)
+        facts.append(f"parent {host.ppid}" + (f" ({parent.name})" if parent and parent.name else ""))
+    title.append("   " + "   ".join(facts))
+    started = Text("Started  ", style=p.label)
+    if host.start_time is None:
+        started.append(NA, style=p.dim)
+    else:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(host.start_time))
+        started.append(f"{stamp}  ({fmt_duration(snap.time - host.start_time)} ago)")
+    command = Text("Command  ", style=p.label)
+    command.append(host.command or f"({host.unavailable.get('command', NA)})")
+    lines: list[RenderableType] = [title, started, command, Text()]
+
+    gpus = Text("GPUs     ", style=p.label)
+    if gpu_side:
+        gpus.append(
+            "   ".join(
+                f"{p.gpu_index}: {fmt_bytes(p.gpu_memory_bytes)} {KIND_LABELS.get(p.kind, '')}" for p in gpu_side
+            )
+        )
+    else:
+        gpus.append("none: this process holds no GPU context", style=p.dim)
+    lines += [gpus, Text(f"History, last {HISTORY_S / 60:g} minutes", style=p.dim)]
+    if history is not None:
+        totals = {g.index: g.memory_total_bytes for g in snap.gpus}
+        top = sum(totals.get(g.gpu_index) or 0 for g in gpu_side) or (history.gpu_memory_bytes.peak() or 1)
+        memory = sum(g.gpu_memory_bytes or 0 for g in gpu_side) if gpu_side else None
+        cpu_top = max(100.0, history.cpu_percent.peak() or 0)
+        now = snap.time
+        lines += [
+            _trend_line(
+                "GPU memory", history.gpu_memory_bytes, now, top, fmt_bytes(memory), f"of {fmt_bytes(top)}", width, p
+            ),
+            Text(),
+            _trend_line("%SM", history.sm_percent, now, 100, fmt_percent(history.sm_percent.latest), "", width, p),
+            Text(),
+            _trend_line(
+                "%CPU", history.cpu_percent, now, cpu_top, fmt_percent(host.cpu_percent), f"of {cpu_top:.0f}%", width, p
+            ),
+            Text(),
+            Text(f"{'Host memory':<{LABEL_CELLS}}{fmt_bytes(host.rss_bytes)} resident", style=p.label),
+        ]
+    family = build_rows(snap, ViewOptions(tree=True, focus_pid=pid))[1:]
+    lines += [Text(), Text(f"Children and workers ({len(family)})", style=p.label)]
+    for row in family:
+        line = Text(f"  {row.pid:>7}  {row.tree_prefix}{row.name or NA}")
+        if row.is_worker:
+            line.append("  DataLoader worker", style=p.spark)
+        line.append(f"   CPU {fmt_percent(row.cpu_percent)}   RSS {fmt_bytes(row.rss_bytes)}", style=p.dim)
+        lines.append(line)
+    if not family:
+        lines.append(Text("  none", style=p.dim))
+    return lines
+
+
+class ProcessDetail(CachedComponentStyles, Widget):
+    """Draws ``detail_lines`` for the app's current snapshot."""
+
+    DEFAULT_CSS = """
+    ProcessDetail { height: auto; padding: 0 1; }
+    ProcessDetail > .process-detail--label { text-style: bold; }
+    ProcessDetail > .process-detail--dim { color: $text-muted; }
+    ProcessDetail > .process-detail--spark { color: $accent; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"process-detail--label", "process-detail--dim", "process-detail--spark"}
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+    def render(self) -> RenderableType:
+        app: GputopApp = self.app  # type: ignore[assignment]
+        if app.snapshot is None:
+            return ""
+        history = app.history.processes.get(self.pid)
+        style = self.component_style
+        palette = Palette(
+            label=style("process-detail--label"),
+            dim=style("process-detail--dim"),
+            spark=style("process-detail--spark"),
+        )
+        return Group(*detail_lines(app.snapshot, self.pid, history, self.content_size.width, palette))
+
+
+class ProcessDetailScreen(Screen[None]):
+    """Follows one PID; Esc goes back to the overview with its cursor where it was."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape,backspace",
+            "app.pop_screen",
+            "Back",
+            key_display="Esc",
+            tooltip="Back to the overview (from a process's details)",
+        ),
+        Binding("k", "signal", "Signal", tooltip="Send SIGINT, SIGTERM or SIGKILL to this process (asks first)"),
+    ]
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        with VerticalScroll():
+            yield ProcessDetail(self.pid)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app: GputopApp = self.app  # type: ignore[assignment]
+        self.watch(app, "snapshot", self._refresh_detail)
+        self.watch(app, "paused", self._refresh_detail)
+        self.watch(app, "interval_s", self._refresh_detail)
+
+    def _refresh_detail(self) -> None:
+        app: GputopApp = self.app  # type: ignore[assignment]
+        self.query_one(StatusBar).show(app.snapshot, app.interval_s, app.paused, app.focus_pid)
+        self.query_one(ProcessDetail).refresh(layout=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "signal" and getattr(self.app, "readonly", False))
+
+    def action_signal(self) -> None:
+        app: GputopApp = self.app  # type: ignore[assignment]
+        snap = app.snapshot
+        host = snap.host_process(self.pid) if snap is not None else None
+        if host is not None and not app.readonly:
+            confirm_and_signal(app, self.pid, host.user, host.command or host.name)

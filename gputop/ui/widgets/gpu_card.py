@@ -1,0 +1,183 @@
+"""One GPU: a bordered card with bars and history, or a single line when room is short."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.geometry import Region, Size
+from textual.reactive import var
+from textual.strip import Strip
+from textual.widget import Widget
+
+from gputop.model import GPU_OK, Gpu
+from gputop.output import NA
+from gputop.ui.gpu_text import (
+    Palette,
+    Sparks,
+    card_lines,
+    compact_line,
+    has_sm_activity,
+    spark_width,
+    state_label,
+    subtitle,
+)
+from gputop.ui.history import GpuHistory
+from gputop.ui.widgets.drawing import CachedComponentStyles, text_strip
+
+
+@dataclass(frozen=True)
+class CardView:
+    """Everything a card draws. Equal views draw the same, so an unchanged GPU costs no repaint."""
+
+    gpu: Gpu
+    sparks: Sparks
+    compact: bool
+    width: int
+
+    @property
+    def line_count(self) -> int:
+        if self.compact:
+            return 1
+        if self.gpu.state != GPU_OK:
+            return 2
+        return 5 if has_sm_activity(self.gpu) else 4
+
+
+class GpuCard(CachedComponentStyles, Widget):
+    """A GPU card. ``show`` feeds it a reading; it repaints only when what it draws changes."""
+
+    DEFAULT_CSS = """
+    GpuCard {
+        height: auto;
+        padding: 0 1;
+        border: round $foreground 30%;
+        border-title-color: $text;
+        border-title-style: bold;
+        border-subtitle-color: $warning;
+        border-subtitle-style: bold;
+    }
+    GpuCard.-lost { border: round $error; border-title-color: $error; }
+    GpuCard.-compact { border: none; padding: 0; height: 1; }
+    GpuCard > .gpu-card--label { color: $text-muted; }
+    GpuCard > .gpu-card--fill { color: $success; }
+    GpuCard > .gpu-card--warn { color: $warning; }
+    GpuCard > .gpu-card--crit { color: $error; text-style: bold; }
+    GpuCard > .gpu-card--track { color: $foreground 25%; }
+    GpuCard > .gpu-card--dim { color: $text-disabled; }
+    GpuCard > .gpu-card--spark { color: $accent; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gpu-card--label",
+        "gpu-card--fill",
+        "gpu-card--warn",
+        "gpu-card--crit",
+        "gpu-card--track",
+        "gpu-card--dim",
+        "gpu-card--spark",
+    }
+
+    view: var[CardView | None] = var(None)
+    """What the card draws; ``watch_view`` repaints just the lines that differ."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}")
+        self.index = index
+        self._reading: tuple[Gpu, GpuHistory | None, float] | None = None
+        self._strip_cache: tuple[object, list[Strip]] = (None, [])
+        self.compact = False
+
+    def show(self, gpu: Gpu, history: GpuHistory | None, now: float) -> None:
+        """Take a new reading."""
+        self._reading = (gpu, history, now)
+        if self.is_mounted:
+            self._update_view()
+
+    def set_compact(self, compact: bool) -> None:
+        """Switch between the bordered card and the one-line row."""
+        self.compact = compact
+        self.set_class(compact, "-compact")
+        if self.is_mounted:
+            self._update_view()
+
+    def on_mount(self) -> None:
+        self._update_view()
+
+    def on_resize(self) -> None:
+        self._update_view()
+
+    def _update_view(self) -> None:
+        if self._reading is None:
+            return
+        gpu, history, now = self._reading
+        width = self.content_size.width
+        sparks = Sparks()
+        if history is not None:
+            if self.compact:
+                cells = min(30, max(0, width - 130))
+                trend = history.sm_percent if has_sm_activity(gpu) else history.busy_percent
+                sparks = Sparks(busy=trend.sparkline(cells, now))
+            else:
+                cells = spark_width(width)
+                sparks = Sparks(
+                    memory=history.memory_percent.sparkline(cells, now),
+                    busy=history.busy_percent.sparkline(cells, now),
+                    sm=history.sm_percent.sparkline(cells, now),
+                )
+        self.view = CardView(gpu, sparks, self.compact, width)
+
+    def watch_view(self, old: CardView | None, new: CardView | None) -> None:
+        if new is None:
+            return
+        gpu = new.gpu
+        title = f"{gpu.index}  {gpu.name or NA}  {state_label(gpu)}".rstrip()
+        note = subtitle(gpu) if gpu.state == GPU_OK else ""
+        if self.border_title != title:  # each assignment repaints, even of the same text
+            self.border_title = title
+        if self.border_subtitle != note:
+            self.border_subtitle = note
+        self.set_class(gpu.state != GPU_OK, "-lost")
+        before = self._strip_cache[1]
+        after = self._strips()
+        if old is None or len(before) != len(after):
+            self.refresh(layout=True)
+            return
+        # Only the lines that changed: the borders and a steady line cost nothing on a tick.
+        for y, (was, now) in enumerate(zip(before, after)):
+            if was != now:
+                self.refresh(Region(0, y, self.content_size.width, 1))
+
+    def _palette(self) -> Palette:
+        style = self.component_style
+        return Palette(
+            label=style("gpu-card--label"),
+            fill=style("gpu-card--fill"),
+            warn=style("gpu-card--warn"),
+            crit=style("gpu-card--crit"),
+            track=style("gpu-card--track"),
+            dim=style("gpu-card--dim"),
+            spark=style("gpu-card--spark"),
+        )
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self.view.line_count if self.view is not None else 1
+
+    def render_line(self, y: int) -> Strip:
+        strips = self._strips()
+        return strips[y] if y < len(strips) else Strip.blank(self.content_size.width, self.base_style())
+
+    def _strips(self) -> list[Strip]:
+        key = (self.view, self.style_generation)
+        if self._strip_cache[0] != key:
+            self._strip_cache = (key, self._draw(self.view))
+        return self._strip_cache[1]
+
+    def _draw(self, view: CardView | None) -> list[Strip]:
+        if view is None or view.width <= 0:
+            return []
+        palette = self._palette()
+        if view.compact:
+            lines = [compact_line(view.gpu, view.sparks.busy, view.width, palette)]
+        else:
+            lines = card_lines(view.gpu, view.sparks, view.width, palette)
+        return [text_strip(line, view.width, self.base_style(), self.app.console) for line in lines]

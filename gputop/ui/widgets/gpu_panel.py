@@ -1,0 +1,79 @@
+"""All GPUs: cards in a grid when they fit, one line each when they do not."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from textual.containers import Container
+from textual.css.scalar import Scalar
+
+from gputop.model import Gpu
+from gputop.ui.gpu_text import has_sm_activity
+from gputop.ui.history import History
+from gputop.ui.widgets.gpu_card import GpuCard
+
+CARD_MIN_WIDTH = 72
+"""Narrower than this, a card's bars and sparkline get too short to read."""
+
+
+def choose_layout(gpus: Sequence[Gpu], width: int, height_budget: int) -> tuple[bool, int]:
+    """``(compact, columns)``: cards in as many columns as fit the width, if their rows fit the height budget."""
+    if not gpus:
+        return False, 1
+    columns = max(1, min(len(gpus), width // CARD_MIN_WIDTH))
+    card_height = 2 + max(5 if has_sm_activity(g) else 4 for g in gpus)
+    rows = math.ceil(len(gpus) / columns)
+    if rows * card_height <= height_budget:
+        return False, columns
+    return True, 1
+
+
+class GpuPanel(Container):
+    """The GPU cards, kept in GPU index order; a card is added or removed only when a GPU appears or goes."""
+
+    DEFAULT_CSS = """
+    GpuPanel {
+        layout: grid;
+        grid-size: 1;
+        grid-rows: auto;
+        grid-gutter: 0 1;
+        height: auto;
+        overflow-y: auto;
+    }
+    GpuPanel.-compact { grid-gutter: 0; }
+    """
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._gpus: tuple[Gpu, ...] = ()
+        self._cards: list[GpuCard] = []
+        self._budget = 0
+
+    def show(self, gpus: Sequence[Gpu], history: History, now: float) -> None:
+        """Draw these GPUs (already narrowed to the ones to show)."""
+        if [g.index for g in gpus] != [card.index for card in self._cards]:
+            self.remove_children()
+            self._cards = [GpuCard(g.index) for g in gpus]
+            self.mount_all(self._cards)
+        self._gpus = tuple(gpus)
+        self._arrange()
+        for gpu, card in zip(gpus, self._cards):
+            card.show(gpu, history.gpus.get(gpu.index), now)
+
+    def fit_to(self, height_budget: int) -> None:
+        """Use at most ``height_budget`` lines: cards if they fit, else one line per GPU, scrolling if needed."""
+        self._budget = height_budget
+        if self.styles.max_height != Scalar.from_number(max(1, height_budget)):
+            self.styles.max_height = max(1, height_budget)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        compact, columns = choose_layout(self._gpus, self.size.width or self.app.size.width, self._budget)
+        self.set_class(compact, "-compact")
+        # Setting a style, even to its current value, costs a whole-screen layout: only set changes.
+        if self.styles.grid_size_columns != columns:
+            self.styles.grid_size_columns = columns
+        for card in self._cards:
+            if card.compact != compact:
+                card.set_compact(compact)

@@ -1,0 +1,359 @@
+"""Fixed, hand-built snapshots for the dashboard's tests, snapshot images and screenshots.
+
+Everything is a pure function of the tick number: the same hostname, clock, values and history every run, so
+SVG snapshots are stable. ``ScriptedSource`` has the ``Sampler``'s interface and plays them to the app.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from gputop.model import (
+    COMPUTE,
+    GPU_LOST_STATE,
+    GRAPHICS,
+    MEASURING,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    HostProcess,
+    Snapshot,
+    frozen_reasons,
+)
+
+T0 = 1_763_900_000.0
+"""The clock of the last tick (12:13:20 UTC)."""
+HISTORY_TICKS = 150
+TICK_S = 2.0
+GIB = 1024**3
+HOSTNAME = "gpu-node-07"
+DRIVER = DriverInfo("ok", driver_version="550.90.07", cuda_version="12.4", nvml_version="12.550.90.07")
+NO_DRIVER = DriverInfo(
+    "unavailable",
+    reason=(
+        "NVIDIA driver library libnvidia-ml.so.1 not found: no NVIDIA driver is installed here, "
+        "or this container was started without GPU access (docker run --gpus all)"
+    ),
+)
+TORCHRUN_PID = 4100
+RANK_PIDS = tuple(range(4101, 4109))
+NOTEBOOK_PID = 5120
+XORG_PID = 1830
+EVAL_PID = 6011
+CPU_JOB_PID = 7000
+LOST_GPU_INDEX = 3
+LOST_REASON = "GPU is lost (fell off the bus): it needs a reset or a reboot"
+STARTED = T0 - 3 * 3600 - 25 * 60
+
+
+def host(t: float) -> HostInfo:
+    per_core = tuple(round(55 + 40 * math.sin(t / 17 + core * 0.7), 1) for core in range(64))
+    return HostInfo(
+        hostname=HOSTNAME,
+        cpu_percent=round(sum(per_core) / len(per_core), 1),
+        cpu_percent_per_core=per_core,
+        cpu_count=64,
+        usable_cpu_count=64,
+        load_average=(41.32, 39.87, 35.02),
+        memory_total_bytes=1007 * GIB,
+        memory_used_bytes=612 * GIB,
+        memory_available_bytes=395 * GIB,
+        swap_total_bytes=8 * GIB,
+        swap_used_bytes=0,
+    )
+
+
+def _busy(t: float, index: int) -> float:
+    """A training step's GPU busy %: high, with a DataLoader stall every 40 s."""
+    stall = (t + 3 * index) % 40 < 4
+    return 22.0 if stall else round(91 + 6 * math.sin(t / 9 + index), 0)
+
+
+def gpu(index: int, t: float) -> Gpu:
+    """One H100 at tick time ``t``; GPU 2 runs into its power cap, GPU 5 runs hot."""
+    ramp = min(1.0, max(0.0, (t - (T0 - 290)) / 60))
+    used = int((8 + ramp * (52 + 2 * index)) * GIB) + (int(ramp * 12 * GIB) if index == 3 else 0)
+    busy = _busy(t, index)
+    return Gpu(
+        index=index,
+        uuid=f"GPU-6a1b2c3d-0000-4000-8000-{index:012d}",
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=80 * GIB,
+        memory_used_bytes=used,
+        memory_free_bytes=80 * GIB - used,
+        memory_reserved_bytes=512 * 1024**2,
+        utilization_gpu_percent=busy,
+        utilization_memory_percent=round(busy * 0.45),
+        sm_activity_percent=round(busy * 0.72),
+        temperature_c=87.0 if index == 5 else 61.0 + index,
+        power_w=698.0 if index == 2 else 520.0 + 9 * index,
+        power_limit_w=700.0,
+        fan_percent=None,
+        pstate=0,
+        clock_sm_mhz=1410 if index == 2 else 1755,
+        clock_mem_mhz=2619,
+        clock_sm_max_mhz=1980,
+        clock_mem_max_mhz=2619,
+        pcie_rx_bytes_per_s=48_000 * 1024,
+        pcie_tx_bytes_per_s=1_200 * 1024,
+        throttle_reasons=("sw_power_cap",) if index == 2 else ("sw_thermal_slowdown",) if index == 5 else ("gpu_idle",),
+        ecc_uncorrected_volatile=0,
+        unavailable=frozen_reasons({"fan_percent": "unsupported"}),
+    )
+
+
+def _proc(pid: int, gpu_index: int, t: float, memory: int, **host_side: object) -> GpuProcess:
+    return GpuProcess(pid=pid, gpu_index=gpu_index, gpu_memory_bytes=memory, **host_side)  # type: ignore[arg-type]
+
+
+def _rank_command(rank: int) -> str:
+    return f"python -u train.py --config configs/llama3-8b.yaml --data /datasets/fineweb --rank {rank}"
+
+
+def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
+    shown = set(gpus)
+    out = []
+    for rank, pid in enumerate(RANK_PIDS):
+        sm = round(_busy(t, rank) * 0.7)
+        memory = gpu(rank, t).memory_used_bytes or 0
+        if rank == 3:
+            memory -= 12 * GIB
+        out.append(
+            GpuProcess(
+                pid,
+                rank,
+                COMPUTE,
+                memory - GIB,
+                sm,
+                30.0,
+                True,
+                "alice",
+                "python",
+                _rank_command(rank),
+                98.0 + rank,
+                14 * GIB + rank * 1024**3 // 4,
+                STARTED,
+                "running",
+            )
+        )
+    out.append(
+        GpuProcess(
+            NOTEBOOK_PID,
+            3,
+            COMPUTE,
+            11 * GIB,
+            4.0,
+            1.0,
+            True,
+            "bob",
+            "python",
+            "python -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-1b2c.json",
+            2.0,
+            3 * GIB,
+            T0 - 2 * 86400 - 3600,
+            "sleeping",
+        )
+    )
+    out.append(
+        GpuProcess(
+            XORG_PID,
+            0,
+            GRAPHICS,
+            42 * 1024**2,
+            None,
+            None,
+            True,
+            "root",
+            "Xorg",
+            "/usr/lib/xorg/Xorg vt7 -displayfd 3",
+            0.0,
+            96 * 1024**2,
+            T0 - 9 * 86400,
+            "sleeping",
+            frozen_reasons({"sm_percent": "unsupported"}),
+        )
+    )
+    for index in (6, 7):
+        out.append(
+            GpuProcess(
+                EVAL_PID,
+                index,
+                COMPUTE,
+                2 * GIB + index * 1024**2,
+                3.0,
+                1.0,
+                True,
+                "carol",
+                "python",
+                "python eval.py --ckpt /ckpt/step-12000 --tp 2",
+                35.0,
+                6 * GIB,
+                T0 - 1200,
+                "running",
+            )
+        )
+    return tuple(p for p in out if p.gpu_index in shown)
+
+
+def host_processes(processes: Iterable[GpuProcess], extra: Iterable[HostProcess] = ()) -> tuple[HostProcess, ...]:
+    """The GPU processes' host side, torchrun above the ranks and two DataLoader workers under each rank."""
+    hosts: dict[int, HostProcess] = {}
+    for p in processes:
+        ppid = TORCHRUN_PID if p.pid in RANK_PIDS else 1
+        hosts[p.pid] = HostProcess(
+            p.pid,
+            ppid,
+            True,
+            p.user,
+            p.name,
+            p.command,
+            p.cpu_percent,
+            p.rss_bytes,
+            p.start_time,
+            p.status,
+            40 if p.pid in RANK_PIDS else 6,
+        )
+    if any(pid in hosts for pid in RANK_PIDS):
+        hosts[TORCHRUN_PID] = HostProcess(
+            TORCHRUN_PID,
+            4000,
+            True,
+            "alice",
+            "torchrun",
+            "torchrun --nproc-per-node 8 train.py --config configs/llama3-8b.yaml",
+            0.5,
+            180 * 1024**2,
+            STARTED - 5,
+            "sleeping",
+            4,
+        )
+    for rank, pid in enumerate(RANK_PIDS):
+        if pid in hosts:
+            for n in range(2):
+                worker = 4200 + rank * 10 + n
+                hosts[worker] = HostProcess(
+                    worker,
+                    pid,
+                    True,
+                    "alice",
+                    "pt_data_worker",
+                    _rank_command(rank),
+                    61.0 + n,
+                    2 * GIB,
+                    STARTED + 30,
+                    "running",
+                    3,
+                )
+    for h in extra:
+        hosts[h.pid] = h
+    return tuple(hosts[pid] for pid in sorted(hosts))
+
+
+def training_node(t: float = T0, lost: Iterable[int] = (), focus_pid: int | None = None) -> Snapshot:
+    """Eight H100s under a torchrun job, a notebook, a desktop and a two-GPU eval; ``lost`` GPUs fell off."""
+    lost = set(lost)
+    gpus = tuple(
+        Gpu(i, f"GPU-6a1b2c3d-0000-4000-8000-{i:012d}", "NVIDIA H100 80GB HBM3", GPU_LOST_STATE, LOST_REASON)
+        if i in lost
+        else gpu(i, t)
+        for i in range(8)
+    )
+    processes = gpu_processes(t, [i for i in range(8) if i not in lost])
+    return Snapshot(t, host(t), DRIVER, gpus, processes, host_processes(processes, _cpu_job(t)), focus_pid)
+
+
+def _cpu_job(t: float) -> tuple[HostProcess, ...]:
+    """A CPU-only preprocessing job with two children, for the GPU-less --pid view."""
+    return (
+        HostProcess(
+            CPU_JOB_PID,
+            1,
+            True,
+            "alice",
+            "python",
+            "python prepare_shards.py --out /datasets/fineweb",
+            180.0,
+            5 * GIB,
+            T0 - 600,
+            "running",
+            9,
+        ),
+        HostProcess(
+            CPU_JOB_PID + 1,
+            CPU_JOB_PID,
+            True,
+            "alice",
+            "python",
+            "python prepare_shards.py --worker 0",
+            97.0,
+            GIB,
+            T0 - 590,
+            "running",
+            2,
+        ),
+        HostProcess(
+            CPU_JOB_PID + 2,
+            CPU_JOB_PID,
+            True,
+            "alice",
+            "python",
+            "python prepare_shards.py --worker 1",
+            95.0,
+            GIB,
+            T0 - 590,
+            "running",
+            2,
+        ),
+    )
+
+
+def no_driver(t: float = T0) -> Snapshot:
+    """A machine without an NVIDIA driver: the host and the reason, nothing else."""
+    return Snapshot(t, host(t), NO_DRIVER)
+
+
+def first_tick(snap: Snapshot) -> Snapshot:
+    """``snap`` as the first tick sees it: rates still measuring."""
+    measuring = frozen_reasons({"cpu_percent": MEASURING})
+    return replace(
+        snap,
+        processes=tuple(replace(p, cpu_percent=None, unavailable=measuring) for p in snap.processes),
+        host=replace(snap.host, cpu_percent=None, cpu_percent_per_core=()),
+    )
+
+
+def history(make: Callable[[float], Snapshot], ticks: int = HISTORY_TICKS) -> list[Snapshot]:
+    """``ticks`` snapshots ``TICK_S`` apart, the last at ``T0``."""
+    return [make(T0 - (ticks - 1 - n) * TICK_S) for n in range(ticks)]
+
+
+class ScriptedSource:
+    """The ``Sampler``'s interface over prepared snapshots: played on ``start``, more with ``push``."""
+
+    def __init__(self, snapshots: Iterable[Snapshot] = ()) -> None:
+        self.snapshots = list(snapshots)
+        self.subscribers: list[Callable[[Snapshot], None]] = []
+        self.intervals: list[float] = []
+        self.started = False
+        self.stopped = False
+
+    def subscribe(self, callback: Callable[[Snapshot], None]) -> None:
+        self.subscribers.append(callback)
+
+    def start(self) -> None:
+        self.started = True
+        for snap in self.snapshots:
+            self.push(snap)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def set_interval(self, interval_s: float) -> None:
+        self.intervals.append(interval_s)
+
+    def push(self, snap: Snapshot) -> None:
+        for callback in self.subscribers:
+            callback(snap)

@@ -1,0 +1,60 @@
+"""The words and bars of a GPU card: honest labels, N/A for what cannot be read, columns that line up."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputop.model import Gpu, frozen_reasons
+from gputop.ui.gpu_text import Palette, Sparks, card_lines, compact_line, subtitle, throttles
+from gputop.ui.widgets.gpu_panel import choose_layout
+from tests.ui import scenes
+
+PLAIN = Palette()
+GPU = scenes.gpu(0, scenes.T0)
+
+
+def plain(lines) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(line.plain for line in lines)
+
+
+def test_card_labels_utilization_as_gpu_busy_and_shows_sm_activity() -> None:
+    text = plain(card_lines(GPU, Sparks(), 76, PLAIN))
+    assert "BUSY" in text
+    assert "SM " in text
+
+
+def test_a_gpu_without_gpm_has_no_sm_line() -> None:
+    old = replace(GPU, sm_activity_percent=None, unavailable=frozen_reasons({"sm_activity_percent": "unsupported"}))
+    assert "SM  " not in plain(card_lines(old, Sparks(), 76, PLAIN)).replace("clocks SM", "")
+
+
+def test_unreadable_values_read_na_never_zero() -> None:
+    blind = Gpu(0, None, "NVIDIA A100", unavailable=frozen_reasons({"temperature_c": "unsupported"}))
+    text = plain(card_lines(blind, Sparks(), 76, PLAIN))
+    assert "N/A" in text
+    assert " 0%" not in text and "0°C" not in text and " 0 W" not in text
+
+
+def test_gpu_idle_is_not_a_throttle() -> None:
+    assert throttles(replace(GPU, throttle_reasons=("gpu_idle",))) == []
+    assert subtitle(replace(GPU, throttle_reasons=("gpu_idle", "sw_power_cap"))) == "throttled: power cap"
+
+
+def test_a_lost_gpu_shows_its_reason() -> None:
+    lost = scenes.training_node(lost=[3]).gpus[3]
+    assert scenes.LOST_REASON in plain(card_lines(lost, Sparks(), 76, PLAIN))
+    assert "LOST" in compact_line(lost, "", 80, PLAIN).plain
+
+
+def test_compact_rows_line_up_across_gpus() -> None:
+    for width in (80, 160):
+        lines = [compact_line(scenes.gpu(i, scenes.T0), "", width, PLAIN).plain for i in range(8)]
+        assert len({line.index("BUSY") for line in lines}) == 1
+        assert all(len(line) <= width for line in lines)
+
+
+def test_cards_when_they_fit_one_line_each_when_they_do_not() -> None:
+    gpus = [scenes.gpu(i, scenes.T0) for i in range(8)]
+    assert choose_layout(gpus, 160, 36) == (False, 2)
+    assert choose_layout(gpus, 80, 13) == (True, 1)
+    assert choose_layout(gpus[:1], 80, 13) == (False, 1)

@@ -1,0 +1,55 @@
+"""Pictures of the dashboard from fixed snapshots, compared with the accepted SVGs in ``__snapshots__``.
+
+Update after a deliberate change with ``pytest tests/ui/test_snapshots.py --snapshot-update`` and look at the
+new pictures (``scripts/screenshots`` renders the same scenes as PNG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gputop.ui.app import GputopApp
+from tests.ui import scenes
+
+MakeApp = Callable[..., GputopApp]
+SMALL = (80, 24)
+LARGE = (160, 48)
+
+
+async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_eight_gpus_in_training(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(scenes.training_node))
+    assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_a_lost_gpu(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    snapshots = [*scenes.history(scenes.training_node)[:-1], scenes.training_node(lost=[scenes.LOST_GPU_INDEX])]
+    assert snap_compare(make_app(snapshots), terminal_size=size, run_before=settle)
+
+
+def test_no_driver(snap_compare, make_app: MakeApp) -> None:
+    assert snap_compare(make_app([scenes.no_driver()]), terminal_size=SMALL, run_before=settle)
+
+
+def test_tree_view_with_dataloader_workers(snap_compare, make_app: MakeApp) -> None:
+    app = make_app([scenes.training_node()])
+    assert snap_compare(app, terminal_size=LARGE, press=["t"], run_before=settle)
+
+
+def test_process_detail(snap_compare, make_app: MakeApp) -> None:
+    app = make_app(scenes.history(scenes.training_node))
+    assert snap_compare(app, terminal_size=SMALL, press=["enter"], run_before=settle)
+
+
+def test_focus_on_a_process_without_a_gpu(snap_compare, make_app: MakeApp) -> None:
+    pid = scenes.CPU_JOB_PID
+    app = make_app([scenes.training_node(focus_pid=pid)], focus_pid=pid)
+    assert snap_compare(app, terminal_size=SMALL, run_before=settle)

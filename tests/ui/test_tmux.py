@@ -1,0 +1,100 @@
+"""The real ``gputop`` command in a real terminal (tmux), over the fake driver and real processes."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakenvml.build import build
+from tests.fakenvml.state import FakeProcess, FakeState, write_state
+from tests.machines import h100
+from tests.ui.conftest import TrainingJob
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def gputop_command() -> list[str]:
+    script = Path(sys.executable).with_name("gputop")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "gputop"]
+
+
+class Tmux:
+    """A private tmux server (its own socket), so the test never touches the user's sessions."""
+
+    def __init__(self, socket: Path) -> None:
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-S", str(self.socket), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "gputop")
+
+    def wait_for(self, text: str, timeout_s: float = 15.0) -> str:
+        return self.wait_until(lambda screen: text in screen, f"{text!r} on screen", timeout_s)
+
+    def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"never got {what}; the screen was:\n{screen}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    server = Tmux(tmp_path / "tmux.sock")
+    yield server
+    subprocess.run(["tmux", "-S", str(server.socket), "kill-server"], capture_output=True)
+
+
+def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_job: TrainingJob) -> None:
+    pid = training_job.parent.pid
+    state = tmp_path / "nvml-state.txt"
+    write_state(state, FakeState(gpus=[h100(0, processes=[FakeProcess(pid, 6 << 30)]), h100(1)]))
+    status = tmp_path / "exit-status"
+    env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+            *map(shlex.quote, gputop_command()),
+            "-d",
+            "0.5",
+            f"; echo $? > {shlex.quote(str(status))}",
+        ]
+    )
+    # A shell first, gputop typed into it: the pane has its final size before gputop asks for it.
+    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
+    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+
+    screen = tmux.wait_for("NVIDIA H100")
+    screen = tmux.wait_for(str(pid))
+    assert "driver 550.90.07" in screen
+    assert "CUDA 12.4" in screen
+
+    tmux.run("send-keys", "-t", "gputop", "t")
+    screen = tmux.wait_until(lambda screen: screen.count("pt_data_worker") == 2, "the tree with both workers")
+    assert "└─ pt_data_worker" in screen
+    assert len(screen.splitlines()[0]) > 100
+
+    tmux.run("resize-window", "-t", "gputop", "-x", "80", "-y", "24")
+    tmux.wait_until(lambda screen: max(map(len, screen.splitlines())) <= 80, "a redraw at 80 columns")
+
+    tmux.run("send-keys", "-t", "gputop", "q")
+    deadline = time.monotonic() + 10
+    while not status.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status.read_text().strip() == "0"
