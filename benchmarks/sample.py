@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gputop.collect.sampler import SnapshotMaker  # noqa: E402
-from tests.fakenvml.build import build, use_in_process  # noqa: E402
-from tests.fakenvml.state import FakeSample, write_state  # noqa: E402
-from tests.machines import training_box  # noqa: E402
+from gputop.collect.sampler import SnapshotMaker
+from tests.fakenvml.build import build, use_in_process
+from tests.fakenvml.state import FakeSample, write_state
+from tests.machines import training_box
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -83,16 +83,15 @@ def main() -> int:
 
     print("| measure (8 GPUs, 64 GPU processes) | median | p95 |")
     print("|---|---|---|")
-    print(
-        f"| snapshot, every tick ({len(tick)} runs) | {statistics.median(tick):.2f} ms | {percentile(tick, 0.95):.2f} ms |"
+    rows = (
+        (f"snapshot, every tick ({len(tick)} runs)", tick, "ms"),
+        (f"snapshot with process lists, PCIe, ECC ({len(slow)} runs)", slow, "ms"),
+        (f"`gputop --once --json` wall time ({len(once)} runs)", once, "s"),
     )
-    print(
-        f"| snapshot with process lists, PCIe, ECC ({len(slow)} runs) | {statistics.median(slow):.2f} ms "
-        f"| {percentile(slow, 0.95):.2f} ms |"
-    )
-    print(
-        f"| `gputop --once --json` wall time ({len(once)} runs) | {statistics.median(once):.3f} s | {percentile(once, 0.95):.3f} s |"
-    )
+    for label, values, unit in rows:
+        digits = 3 if unit == "s" else 2
+        median, p95 = statistics.median(values), percentile(values, 0.95)
+        print(f"| {label} | {median:.{digits}f} {unit} | {p95:.{digits}f} {unit} |")
     return 0
 
 

@@ -9,10 +9,16 @@ import argparse
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from gputop import __version__
 
+if TYPE_CHECKING:
+    from gputop.advisor import AdvisorConfig
+
 MIN_INTERVAL_S = 0.1
+WINDOW_HELP = "how long a condition must hold before it is reported (default 20)"
+"""The advisor's ``DEFAULT_WINDOW_S``, spelled out: importing the advisor here would slow every start of gputop."""
 
 
 class UsageError(Exception):
@@ -49,6 +55,17 @@ def _positive_int(what: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 _pid = _positive_int("a process id")
@@ -113,8 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--headless", action="store_true", help="no dashboard: print a one-line status now and then")
     run.add_argument(
-        "--report-json", action="store_true", help="at exit, print the job's last training view as JSON on stdout"
+        "--report-json",
+        metavar="FILE",
+        help="at exit, write the advisor's findings and the job's last training view to FILE as JSON ('-': stdout)",
     )
+    run.add_argument("--window", type=_seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}")
     run.add_argument(
         "-d",
         "--interval",
@@ -124,6 +144,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="dashboard: seconds between updates (default 1.0); headless: between status lines (default 5.0)",
     )
     run.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
+    report = commands.add_parser(
+        "report",
+        help="watch a training job for a while, then print the advisor's findings (docs/advisor.md)",
+        description="Watch PID and the training processes below it for N seconds, then print what the advisor "
+        "found: the change each problem needs, with the value and the measurements behind it. The input pipeline's "
+        "timing comes from gputop's probe (a job started with gputop run, or one that calls gputop.probe.install()).",
+    )
+    report.add_argument("--pid", type=_pid, required=True, metavar="PID", dest="report_pid", help="the job to watch")
+    report.add_argument(
+        "--seconds",
+        type=_seconds,
+        default=60.0,
+        metavar="N",
+        help="how long to watch (default 60; at least one --window)",
+    )
+    report.add_argument("--json", action="store_true", dest="report_as_json", help="print a JSON document")
+    report.add_argument("--window", type=_seconds, metavar="SECONDS", dest="report_window", help=WINDOW_HELP)
     return parser
 
 
@@ -132,6 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.pid is not None:
             _check_pid_exists(args.pid)
+        if args.command == "report":
+            _check_pid_exists(args.report_pid)
+            window_s = _advisor_config(args.report_window).window_s
+            if args.seconds < window_s:
+                raise UsageError(
+                    f"--seconds {args.seconds:g} is shorter than the {window_s:g} s a condition must hold "
+                    "to be reported (--window)"
+                )
     except UsageError as exc:
         print(f"gputop: error: {exc}", file=sys.stderr)
         return 2
@@ -140,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "report":
+            return _report(args)
         if args.command == "stream":
             return _stream(args.stream_interval, args.count, args.pid)
         if args.once or args.json:
@@ -203,7 +250,37 @@ def _run(args: argparse.Namespace) -> int:
     if not command:
         print("gputop: error: no command to run: gputop run [--headless] -- CMD ARGS...", file=sys.stderr)
         return 2
-    return run(command, headless=args.headless, report_json=args.report_json, interval_s=args.run_interval)
+    return run(
+        command,
+        headless=args.headless,
+        report_json=args.report_json,
+        interval_s=args.run_interval,
+        advisor_config=_advisor_config(args.run_window),
+    )
+
+
+def _advisor_config(window_s: float | None) -> AdvisorConfig:
+    from gputop.advisor import AdvisorConfig
+
+    return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
+
+
+def _report(args: argparse.Namespace) -> int:
+    import json
+
+    from gputop.advisor.report import advice_document, render_advice, watch
+
+    seen = watch(args.report_pid, args.seconds, _advisor_config(args.report_window))
+    raised = seen.advisor.raised()
+    if args.report_as_json:
+        document = advice_document(args.report_pid, raised, watched_s=round(seen.watched_s, 1), ended=seen.ended)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        ended = f"; it ended after {seen.watched_s:.0f} s" if seen.ended else ""
+        sys.stdout.write(f"PID {args.report_pid}: watched {seen.watched_s:.0f} s, {seen.snapshots} snapshots{ended}\n")
+        sys.stdout.write(render_advice(raised))
+    sys.stdout.flush()
+    return 0
 
 
 def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:

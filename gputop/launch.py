@@ -24,7 +24,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gputop.model import PROBE_NONE, PROBE_OK, TrainingView
+from gputop.advisor import Advisor, AdvisorConfig
+from gputop.advisor.report import advice_document, render_advice, sample_every_s
+from gputop.model import PROBE_NONE, PROBE_OK, TrainingView, job_views
 from gputop.probe import channel
 
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "_boot")
@@ -50,8 +52,18 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run(command: Sequence[str], headless: bool, report_json: bool, interval_s: float | None) -> int:
-    """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable)."""
+def run(
+    command: Sequence[str],
+    headless: bool,
+    report_json: str | None,
+    interval_s: float | None,
+    advisor_config: AdvisorConfig | None = None,
+) -> int:
+    """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable).
+
+    Headless, the advisor's findings are printed on stderr when the command ends; ``report_json`` names a file
+    (``-``: stdout) for them and the job's last training views.
+    """
     directory = channel.report_dir()
     problem = channel.ensure_dir(directory)
     if problem:
@@ -74,7 +86,7 @@ def run(command: Sequence[str], headless: bool, report_json: bool, interval_s: f
     forwarder = SignalForwarder(child)
     forwarder.start()
     views: tuple[TrainingView, ...] = ()
-    watcher = _Watcher(child.pid)
+    watcher = _Watcher(child.pid, Advisor(child.pid, advisor_config))
     try:
         if dashboard is not None:
             if log_path:
@@ -88,20 +100,42 @@ def run(command: Sequence[str], headless: bool, report_json: bool, interval_s: f
     code = exit_code(child.wait())
     if log_path:
         _say(f"job output was written to {log_path}")
+    raised = watcher.advisor.raised()
+    if headless or dashboard is None:
+        sys.stderr.write(f"gputop: advisor findings for PID {child.pid}:\n{render_advice(raised)}")
+        sys.stderr.flush()
     if report_json:
         final = watcher.final_views(views, run_id) if not problem else views
-        document = {
-            "command": list(command),
-            "pid": child.pid,
-            "exit_code": code,
-            "training": [_view_dict(v) for v in final],
-        }
-        # One line, the last on stdout: the job's own output comes before it on the same stream.
-        sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        document = advice_document(
+            child.pid,
+            raised,
+            command=list(command),
+            exit_code=code,
+            training=[_view_dict(v) for v in final],
+        )
+        _write_report(report_json, document)
     if not problem:
         channel.remove_dead_reports(directory)
     return code
+
+
+def _write_report(path: str, document: dict[str, Any]) -> None:
+    """Write the report atomically (a reader never sees half of it); ``-`` is one line, the last on stdout, after
+    the job's own output. A file that cannot be written is said on stderr: the exit status stays the job's."""
+    text = json.dumps(document, separators=(",", ":")) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "w") as f:
+            f.write(text)
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        _say(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def _start(command: Sequence[str], env: dict[str, str], log_path: str | None) -> subprocess.Popen:
@@ -155,10 +189,12 @@ class SignalForwarder:
 
 
 class _Watcher:
-    """Samples the command's process tree on the calling thread until the command exits."""
+    """Samples the command's process tree on the calling thread until the command exits, feeding the advisor."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, advisor: Advisor) -> None:
         self.pid = pid
+        self.advisor = advisor
+        self._advisor_failed = False
         self._maker: Any = None
 
     def watch(self, child: subprocess.Popen, status_every_s: float) -> tuple[TrainingView, ...]:
@@ -170,18 +206,29 @@ class _Watcher:
         started = time.monotonic()
         status_due = started + status_every_s
         views: tuple[TrainingView, ...] = ()
+        every_s = min(sample_every_s(self.advisor.config, SAMPLE_EVERY_S), status_every_s)
         while True:
             try:
-                child.wait(timeout=min(SAMPLE_EVERY_S, status_every_s))
+                child.wait(timeout=every_s)
                 return views
             except subprocess.TimeoutExpired:
                 pass
             snap = self._maker.snapshot()
+            self._advise(snap)
             views = job_views(snap.training, self.pid) or views
             now = time.monotonic()
             if now >= status_due and views:
                 _say(status_line(views, now - started))
                 status_due = now + status_every_s
+
+    def _advise(self, snap: Any) -> None:
+        if self._advisor_failed:
+            return
+        try:
+            self.advisor.update(snap)
+        except Exception as exc:  # a bug in a rule must cost the advice, never the watch of the job
+            _say(f"advisor failed, no findings from now on: {exc!r}")
+            self._advisor_failed = True
 
     def final_views(self, views: tuple[TrainingView, ...], run_id: str) -> tuple[TrainingView, ...]:
         """The last views with each probe report replaced by the last one its process wrote, at its exit."""
@@ -190,20 +237,6 @@ class _Watcher:
     def close(self) -> None:
         if self._maker is not None:
             self._maker.close()
-
-
-def job_views(views: Sequence[TrainingView], pid: int) -> tuple[TrainingView, ...]:
-    """The command's own view and those of the training processes below it (ranks), leaving other GPU jobs out."""
-    by_pid = {v.pid: v for v in views}
-    if pid not in by_pid:
-        return ()
-    found, todo = [], [pid]
-    while todo:
-        view = by_pid.get(todo.pop(0))
-        if view is not None and view not in found:
-            found.append(view)
-            todo.extend(view.ranks)
-    return tuple(found)
 
 
 def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:

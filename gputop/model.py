@@ -9,7 +9,7 @@ mapping (for example ``{"fan_percent": "unsupported"}``). Zero always means a me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -301,6 +301,9 @@ class LoaderView:
     Timing covers the last ``window_s`` seconds: ``data_wait_share`` is the share of that time the training loop
     spent blocked on ``next(iterator)``; ``samples_per_s`` is ``steps_per_s`` times the batch size.
     ``waiting_now_s`` is how long the loop has been blocked on the current batch, ``None`` when it is not.
+    ``pass_start_s`` is how long the latest pass (epoch) took from the start of its iterator to its first batch:
+    with ``persistent_workers=False`` that includes starting every worker. ``pass_start_wait_share`` is the part
+    of ``data_wait_share`` the loop spent waiting for the first batch of a pass.
     """
 
     loader_id: int
@@ -316,6 +319,8 @@ class LoaderView:
     samples_per_s: float | None = None
     waiting_now_s: float | None = None
     last_batch_age_s: float | None = None
+    pass_start_s: float | None = None
+    pass_start_wait_share: float | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
     @property
@@ -428,3 +433,65 @@ class TrainingView:
     def loader(self) -> LoaderView | None:
         """The DataLoader the job iterates now, from the probe."""
         return self.probe.active_loader
+
+
+def job_views(views: Sequence[TrainingView], pid: int) -> tuple[TrainingView, ...]:
+    """The view of ``pid`` and those of the training processes below it (its ranks), leaving other jobs out."""
+    by_pid = {v.pid: v for v in views}
+    if pid not in by_pid:
+        return ()
+    found, todo = [], [pid]
+    while todo:
+        view = by_pid.get(todo.pop(0))
+        if view is not None and view not in found:
+            found.append(view)
+            todo.extend(view.ranks)
+    return tuple(found)
+
+
+# -- the advisor's findings -------------------------------------------------------------------------------------
+
+INFO = "info"
+WARNING = "warning"
+CRITICAL = "critical"
+SEVERITIES = (INFO, WARNING, CRITICAL)
+"""From the least to the most urgent."""
+
+SOURCE_PROBE = "probe"
+SOURCE_EXTERNAL = "external"
+SOURCE_BOTH = "both"
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One finding of the advisor about one training process: what is wrong, the numbers behind it, the change.
+
+    ``id`` names the rule (``data-starved``, ...: docs/advisor.md). ``title`` is one short line; ``detail`` gives
+    the measurements in words; ``action`` says what to change and why. ``evidence`` holds the same measurements as
+    values, with units in their names; ``suggest`` the settings to change and their computed values
+    (``{"num_workers": 8}``), empty when the rule can only name a direction. Evidence values are plain JSON
+    values (numbers, strings, booleans, None, tuples of them). ``source`` says what the finding
+    rests on: ``probe`` (the job's own report), ``external`` (NVML and /proc) or ``both``. ``since`` is the time
+    of the snapshot in which it fired.
+    """
+
+    id: str
+    severity: str
+    title: str
+    detail: str
+    action: str
+    pid: int
+    since: float
+    source: str = SOURCE_EXTERNAL
+    evidence: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
+    suggest: Mapping[str, float | int | str | bool] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def severity_rank(self) -> int:
+        """0 for ``info`` up to 2 for ``critical``: sort by it, most urgent first, with ``-advice.severity_rank``."""
+        return SEVERITIES.index(self.severity)
+
+    @property
+    def suggest_text(self) -> str:
+        """The suggested settings as a user writes them: ``num_workers=8, pin_memory=True``."""
+        return ", ".join(f"{name}={value}" for name, value in self.suggest.items())

@@ -160,6 +160,8 @@ def _loader(item: dict[str, Any], age: float) -> LoaderView:
         samples_per_s=_number(item, "samples_per_s"),
         waiting_now_s=None if waiting is None else waiting + age,
         last_batch_age_s=None if last_batch is None else last_batch + age,
+        pass_start_s=_number(item, "pass_start_s"),
+        pass_start_wait_share=_number(item, "pass_start_wait_share"),
     )
 
 

@@ -11,6 +11,7 @@ from types import FrameType
 
 from prometheus_client.registry import CollectorRegistry
 
+from gputop.advisor import Advisor
 from gputop.collect.sampler import Sampler
 from gputop.export.collector import SnapshotCollector
 from gputop.export.server import DEFAULT_LISTEN, MetricsServer, parse_listen, serve
@@ -41,13 +42,17 @@ def run_exporter(listen: str | None, textfile_dir: str | None, interval_s: float
         return _error(f"--textfile {textfile_dir!r} is not a directory", 2)
 
     sampler = Sampler(interval_s)
+    # Every training process on the machine, judged on the sampler's thread; scrapes read its latest findings.
+    advisor = Advisor()
+    sampler.subscribe(advisor.update)
     server: MetricsServer | None = None
     written: Path | None = None
     previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:
         if address is not None:
             try:
-                server = serve(_registry(SnapshotCollector(lambda: sampler.latest, per_process)), *address)
+                collector = SnapshotCollector(lambda: sampler.latest, per_process, advice=lambda: advisor.active)
+                server = serve(_registry(collector), *address)
             except OSError as exc:
                 return _error(f"cannot listen on {listen}: {exc.strerror or exc}", 1)
             _say(f"serving Prometheus metrics on {server.url}")
@@ -57,7 +62,9 @@ def run_exporter(listen: str | None, textfile_dir: str | None, interval_s: float
         if textfile_dir is None:
             threading.Event().wait()
         path = textfile_path(textfile_dir)
-        registry = _registry(SnapshotCollector(lambda: sampler.latest, per_process, report_age=False))
+        registry = _registry(
+            SnapshotCollector(lambda: sampler.latest, per_process, report_age=False, advice=lambda: advisor.active)
+        )
         _say(f"writing Prometheus metrics to {path} every {interval_s:g} s")
         while True:
             fresh.wait()

@@ -9,8 +9,8 @@ Privacy: no series ever carries a command line, an environment variable, a user 
 Per-process series (labels ``gpu`` and ``pid`` only) exist only when asked for, because every new PID is a new
 series in Prometheus.
 
-``snapshot_families`` is the seam for more metrics computed from snapshots: the advisor's findings join as another
-function from snapshots to families, called next to it in ``SnapshotCollector.collect``.
+``snapshot_families`` is the seam for more metrics computed from snapshots: ``advice_families`` turns the advisor's
+findings (from a window of snapshots) into families, called next to it in ``SnapshotCollector.collect``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 # The collector owns NVML's vocabulary of clock-event (throttle) reasons; every one is exported as 0 or 1.
 from gputop.collect.nvml import CLOCK_EVENT_REASONS
-from gputop.model import GPU_OK, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
+from gputop.model import GPU_OK, Advice, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
 
 GPU_LABELS = ("gpu", "uuid", "name")
 PROCESS_LABELS = ("gpu", "pid")
+ADVICE_LABELS = ("id", "severity", "pid")
 THROTTLE_REASONS = tuple(name for _, name in CLOCK_EVENT_REASONS)
 
 Number = float | int | None
@@ -198,6 +199,38 @@ def process_families(processes: Sequence[GpuProcess]) -> list[Metric]:
         _gauge(name, help_text, PROCESS_LABELS, (([str(p.gpu_index), str(p.pid)], read(p)) for p in processes))
         for name, help_text, read in PROCESS_GAUGES
     ]
+
+
+def advice_families(advice: Sequence[Advice], per_process: bool = False) -> list[Metric]:
+    """The advisor's active findings (docs/advisor.md). A finding that clears leaves no series, so an alert can fire
+    on a series being present.
+
+    By default ``gputop_advice_active`` counts the processes with each finding, labelled by rule id and severity.
+    With ``per_process`` it is one series per finding, labelled with the PID too, and the numbers a finding
+    suggests (``num_workers``, ``batch_size``...) are exported as ``gputop_advice_suggested_value``.
+    """
+    labels = ADVICE_LABELS if per_process else ADVICE_LABELS[:2]
+    active = GaugeMetricFamily(
+        "gputop_advice_active",
+        "Training processes with an active finding of the advisor" + (" (1 per process)." if per_process else "."),
+        labels=labels,
+    )
+    suggested = GaugeMetricFamily(
+        "gputop_advice_suggested_value",
+        "A numeric setting an active finding suggests for a process, such as num_workers or batch_size.",
+        labels=("id", "pid", "setting"),
+    )
+    counts: dict[tuple[str, ...], int] = {}
+    for a in advice:
+        key = (a.id, a.severity, str(a.pid)) if per_process else (a.id, a.severity)
+        counts[key] = counts.get(key, 0) + 1
+        if per_process:
+            for setting, value in a.suggest.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    suggested.add_metric([a.id, str(a.pid), setting], value)
+    for key, count in counts.items():
+        active.add_metric(list(key), count)
+    return [f for f in (active, suggested) if f.samples]
 
 
 def _gauge(

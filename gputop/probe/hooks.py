@@ -78,7 +78,7 @@ def _wrap_reset(original: Callable[..., None]) -> Callable[..., None]:
         first_iter = args[0] if args else kwargs.get("first_iter", False)
         track = getattr(self, TRACK_ATTR, None)
         if track is not None and not first_iter:
-            track.passes += 1  # a persistent iterator starting its next epoch
+            track.start_pass(time.perf_counter())  # a persistent iterator starting its next epoch
 
     return _reset
 
@@ -105,6 +105,10 @@ def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], 
         track.count += 1
         track.last_end = end
         track.waiting_since = None
+        if track.pass_started is not None:  # the first batch of a pass; the others pay one attribute test
+            track.pass_start_s = end - track.pass_started
+            track.pass_start_wait_s += end - start
+            track.pass_started = None
         return data
 
     return __next__

@@ -17,6 +17,9 @@ from typing import Any
 
 WINDOW_S = 10.0
 
+Totals = tuple[float, int, float, float]
+"""``(time, batches, seconds waited, of which for the first batch of a pass)``: a sample of a loader's totals."""
+
 
 class LoaderTrack:
     """One DataLoader across its iterators (a new one per epoch unless ``persistent_workers``)."""
@@ -30,6 +33,9 @@ class LoaderTrack:
         "last_end",
         "loader_id",
         "loader_ref",
+        "pass_start_s",
+        "pass_start_wait_s",
+        "pass_started",
         "passes",
         "requested",
         "wait_s",
@@ -47,14 +53,19 @@ class LoaderTrack:
         self.last_end: float | None = None
         self.waiting_since: float | None = None
         self.passes = 0
-        # (time, batches, seconds waited) samples, oldest first; the first one is the loader's start.
-        self.history: deque[tuple[float, int, float]] = deque([(time.perf_counter() if now is None else now, 0, 0.0)])
+        self.pass_started: float | None = None
+        self.pass_start_s: float | None = None
+        self.pass_start_wait_s = 0.0
+        # (time, batches, seconds waited, of which for first batches) samples, oldest first; the first one is the
+        # loader's start.
+        self.history: deque[Totals] = deque([(time.perf_counter() if now is None else now, 0, 0.0, 0.0)])
 
-    def totals(self, now: float) -> tuple[float, int, float]:
-        """``(now, batches so far, seconds waited so far)``, the wait in progress included."""
+    def totals(self, now: float) -> Totals:
+        """``(now, batches so far, seconds waited so far, of which for the first batch of a pass)``, the wait in
+        progress included in the seconds waited."""
         waiting_since = self.waiting_since
         ongoing = now - waiting_since if waiting_since is not None else 0.0
-        return now, self.count, self.wait_s + max(0.0, ongoing)
+        return now, self.count, self.wait_s + max(0.0, ongoing), self.pass_start_wait_s
 
     def report(self, now: float) -> dict[str, Any]:
         """This loader's part of the report; ``now`` is on the batch clock (``time.perf_counter``)."""
@@ -81,7 +92,13 @@ class LoaderTrack:
             "samples_per_s": None if steps_per_s is None or batch_size is None else steps_per_s * batch_size,
             "waiting_now_s": None if waiting_since is None else max(0.0, now - waiting_since),
             "last_batch_age_s": None if self.last_end is None else max(0.0, now - self.last_end),
+            "pass_start_s": self.pass_start_s,
         }
+
+    def start_pass(self, now: float) -> None:
+        """A new pass (epoch) begins: its iterator was created, or a persistent one was reset."""
+        self.passes += 1
+        self.pass_started = now
 
     def active(self, now: float) -> bool:
         """Worth reporting: its loader still exists, or it yielded a batch within the window."""
@@ -90,21 +107,30 @@ class LoaderTrack:
         return self.last_end is not None and now - self.last_end <= WINDOW_S
 
 
-def window_stats(then: tuple[float, int, float], now: tuple[float, int, float]) -> dict[str, Any]:
-    """Data-wait share and steps/s between two ``(time, batches, seconds waited)`` samples of the running totals.
+def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
+    """Data-wait share and steps/s between two samples of the running totals (``LoaderTrack.totals``).
 
     ``data_wait_share`` is the share of the time the loop was blocked on ``next()``: 1.0 for a loop that waits for
     data all the time, 0.0 for one that never waits (or an idle loader, which makes no steps either).
+    ``pass_start_wait_share`` is the part of it spent waiting for the first batch of a pass (an epoch), which with
+    ``persistent_workers=False`` includes starting the workers.
     """
     span = now[0] - then[0]
     batches = now[1] - then[1]
     if span <= 0:
-        return {"window_s": 0.0, "window_batches": batches, "data_wait_share": None, "steps_per_s": None}
+        return {
+            "window_s": 0.0,
+            "window_batches": batches,
+            "data_wait_share": None,
+            "steps_per_s": None,
+            "pass_start_wait_share": None,
+        }
     return {
         "window_s": span,
         "window_batches": batches,
         "data_wait_share": min(1.0, max(0.0, (now[2] - then[2]) / span)),
         "steps_per_s": batches / span,
+        "pass_start_wait_share": min(1.0, max(0.0, (now[3] - then[3]) / span)),
     }
 
 

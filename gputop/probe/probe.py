@@ -75,7 +75,7 @@ class Probe:
                 track = self._tracks[id(loader)] = LoaderTrack(self._next_id, loader)
                 self._next_id += 1
         track.iterator_ref = weakref.ref(iterator)
-        track.passes += 1
+        track.start_pass(time.perf_counter())
         setattr(iterator, TRACK_ATTR, track)
         if self._writer is None:
             self._start_writer()

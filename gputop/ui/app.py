@@ -1,7 +1,8 @@
 """The dashboard application: takes snapshots from a source on another thread and shows the newest one.
 
 Snapshots arrive on the source's thread. They are queued and the UI thread is woken once per batch, so a burst
-(or a slow terminal) costs one redraw, while every snapshot still goes into the history behind the sparklines.
+(or a slow terminal) costs one redraw, while every snapshot still goes into the history behind the sparklines
+and through the advisor, whose findings depend on every tick.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import var
 
+from gputop.advisor import Advisor
 from gputop.cli import MIN_INTERVAL_S
-from gputop.model import Snapshot
+from gputop.model import Advice, Snapshot
 from gputop.ui.history import History
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.source import SnapshotSource
 from gputop.ui.widgets.process_table import ProcessTable
 
@@ -41,7 +44,7 @@ def key_help(readonly: bool) -> list[tuple[str, str]]:
     """``(keys, what they do)`` for every key, read from the bindings themselves so the help cannot fall behind."""
     rows: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for owner in (GputopApp, DashboardScreen, ProcessTable, ProcessDetailScreen):
+    for owner in (GputopApp, DashboardScreen, ProcessTable, ProcessDetailScreen, TrainingScreen):
         for binding in owner.BINDINGS:
             if not isinstance(binding, Binding) or not binding.tooltip or binding.action in seen:
                 continue  # no tooltip: cursor keys, summed up in MOVEMENT_KEYS
@@ -54,7 +57,8 @@ def key_help(readonly: bool) -> list[tuple[str, str]]:
 
 
 class GputopApp(App[int]):
-    """gputop's dashboard. ``source`` is the live ``Sampler`` or anything with its interface."""
+    """gputop's dashboard. ``source`` is the live ``Sampler`` or anything with its interface; ``advisor`` judges
+    the training processes of each snapshot (tests give one with a short window)."""
 
     CSS_PATH = Path(__file__).with_name("gputop.tcss")
     TITLE = "gputop"
@@ -78,6 +82,8 @@ class GputopApp(App[int]):
     # ``var``, not ``reactive``: the screens redraw exactly what changed, the app itself never repaints.
     snapshot: var[Snapshot | None] = var(None)
     """The snapshot on screen: the newest one, unless paused."""
+    advice: var[tuple[Advice, ...]] = var(tuple)
+    """The advisor's findings as of ``snapshot``, most urgent first."""
     paused = var(False)
     interval_s = var(1.0)
 
@@ -91,6 +97,7 @@ class GputopApp(App[int]):
         focus_pid: int | None = None,
         readonly: bool = False,
         user: str | None = None,
+        advisor: Advisor | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -98,7 +105,10 @@ class GputopApp(App[int]):
         self.readonly = readonly
         self.user = user if user is not None else getpass.getuser()
         self.history = History()
+        # Pure and fed only snapshots, so it runs here on the UI thread: with a focus, that job; else every one.
+        self.advisor = advisor if advisor is not None else Advisor(focus_pid)
         self.latest: Snapshot | None = None
+        self._latest_advice: tuple[Advice, ...] = ()
         self._inbox: deque[Snapshot] = deque()
         self._wake_lock = threading.Lock()
         self._wake_pending = False
@@ -128,15 +138,24 @@ class GputopApp(App[int]):
         while self._inbox:
             latest = self._inbox.popleft()
             self.history.record(latest)
+            try:
+                self._latest_advice = self.advisor.update(latest)
+            except Exception as exc:  # a fault in one rule must not take the dashboard down
+                self.log.error(f"advisor failed: {exc!r}")
         if latest is not None:
             self.latest = latest
             if not self.paused:
-                self.snapshot = latest
+                self._show(latest)
+
+    def _show(self, snap: Snapshot) -> None:
+        # The findings first: the screens redraw on ``snapshot`` and read both.
+        self.advice = self._latest_advice
+        self.snapshot = snap
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if not self.paused and self.latest is not None:
-            self.snapshot = self.latest
+            self._show(self.latest)
 
     def action_slower(self) -> None:
         self.interval_s = next_interval(self.interval_s, longer=True)

@@ -121,7 +121,8 @@ class GpuHistory:
 
 
 class ProcessHistory:
-    """The trends on a process's detail screen; GPU values are summed (memory) or maxed (SM) over its GPUs."""
+    """The trends of one process: for its detail screen, GPU values summed (memory) or maxed (SM) over its GPUs;
+    for the training panel, its active DataLoader's numbers from the probe (gaps where there is no report)."""
 
     def __init__(self, start_time: float | None) -> None:
         self.start_time = start_time
@@ -129,6 +130,9 @@ class ProcessHistory:
         self.gpu_memory_bytes = Trend()
         self.sm_percent = Trend()
         self.cpu_percent = Trend()
+        self.data_wait_percent = Trend()
+        self.steps_per_s = Trend()
+        self.samples_per_s = Trend()
         self.last_seen = 0.0
 
 
@@ -160,6 +164,15 @@ class History:
             trends.gpu_memory_bytes.add(now, memory)
             trends.sm_percent.add(now, sm)
             trends.cpu_percent.add(now, host.cpu_percent)
+        for view in snap.training:
+            trends = self.processes.get(view.pid)
+            if trends is None:
+                continue
+            loader = view.loader if view.probe.ok else None
+            wait = None if loader is None else loader.data_wait_share
+            trends.data_wait_percent.add(now, None if wait is None else wait * 100)
+            trends.steps_per_s.add(now, None if loader is None else loader.steps_per_s)
+            trends.samples_per_s.add(now, None if loader is None else loader.samples_per_s)
         if any(now - trends.last_seen > HISTORY_S for trends in self.processes.values()):
             self.processes = {pid: t for pid, t in self.processes.items() if now - t.last_seen <= HISTORY_S}
 

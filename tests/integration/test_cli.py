@@ -230,7 +230,10 @@ def test_pids_from_another_namespace_are_flagged_inside_a_new_pid_namespace(driv
 
 def run_without(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run gputop in a Python where importing ``module`` fails, as on a machine without that package."""
-    code = f"import sys; sys.modules[{module!r}] = None; from gputop.cli import main; raise SystemExit(main({list(args)!r}))"
+    code = (
+        f"import sys; sys.modules[{module!r}] = None; "
+        f"from gputop.cli import main; raise SystemExit(main({list(args)!r}))"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
 
 

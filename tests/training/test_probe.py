@@ -36,9 +36,15 @@ def run_job(probe_dir: Path, *args: str, code: str | None = None) -> tuple[subpr
 
 
 def test_data_wait_share_is_the_waited_part_of_the_window():
-    stats = window_stats((10.0, 100, 2.0), (14.0, 140, 3.0))
+    stats = window_stats((10.0, 100, 2.0, 0.5), (14.0, 140, 3.0, 1.0))
 
-    assert stats == {"window_s": 4.0, "window_batches": 40, "data_wait_share": 0.25, "steps_per_s": 10.0}
+    assert stats == {
+        "window_s": 4.0,
+        "window_batches": 40,
+        "data_wait_share": 0.25,
+        "steps_per_s": 10.0,
+        "pass_start_wait_share": 0.125,
+    }
 
 
 def test_a_wait_in_progress_counts_as_waiting():
@@ -52,7 +58,7 @@ def test_a_wait_in_progress_counts_as_waiting():
 
 
 def test_an_idle_loader_neither_waits_nor_steps():
-    stats = window_stats((0.0, 7, 1.5), (10.0, 7, 1.5))
+    stats = window_stats((0.0, 7, 1.5, 0.0), (10.0, 7, 1.5, 0.0))
 
     assert (stats["data_wait_share"], stats["steps_per_s"]) == (0.0, 0.0)
 

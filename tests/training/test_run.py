@@ -42,15 +42,17 @@ def last_json(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def test_exit_code_is_the_commands_and_the_last_line_is_its_training_view(probe_dir):
+def test_exit_code_is_the_commands_and_the_report_holds_its_findings_and_training_view(probe_dir, tmp_path):
     job = [*PYTHON, str(SCRIPTS / "train.py"), "--workers", "2", "--epochs", "2", "--batches", "10", "--exit-code", "3"]
+    report = tmp_path / "report.json"
 
-    code, out, err = finish(gputop_run("--headless", "--report-json", "--", *job, probe_dir=probe_dir))
+    code, out, err = finish(gputop_run("--headless", "--report-json", str(report), "--", *job, probe_dir=probe_dir))
 
     assert code == 3, err
-    assert "done 2 epochs" in out
-    doc = last_json(out)
-    assert (doc["command"], doc["exit_code"]) == (job, 3)
+    assert out.splitlines()[-1] == "done 2 epochs", "the job keeps stdout to itself"
+    assert "advisor findings for PID" in err
+    doc = json.loads(report.read_text())
+    assert (doc["schema"], doc["command"], doc["exit_code"], doc["advice"]) == (1, job, 3, [])
     (view,) = doc["training"]
     assert view["pid"] == doc["pid"]
     probe = view["probe"]
@@ -120,7 +122,9 @@ def test_ctrl_c_at_the_terminal_reaches_the_job_once(probe_dir):
 def test_the_probe_reaches_python_processes_below_a_shell(probe_dir):
     script = f"{' '.join(PYTHON)} {SCRIPTS / 'train.py'} --epochs 1; :"
 
-    code, out, err = finish(gputop_run("--headless", "--report-json", "--", "sh", "-c", script, probe_dir=probe_dir))
+    code, out, err = finish(
+        gputop_run("--headless", "--report-json", "-", "--", "sh", "-c", script, probe_dir=probe_dir)
+    )
 
     assert code == 0, err
     doc = last_json(out)
@@ -134,7 +138,7 @@ def test_the_probe_reaches_every_torchrun_rank(probe_dir):
     torchrun = [*PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     job = [*torchrun, str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "2"]
 
-    code, out, err = finish(gputop_run("--headless", "--report-json", "--", *job, probe_dir=probe_dir))
+    code, out, err = finish(gputop_run("--headless", "--report-json", "-", "--", *job, probe_dir=probe_dir))
 
     assert code == 0, err
     ranks = [v["probe"] for v in last_json(out)["training"] if v["probe"]["status"] == "ok"]
@@ -199,7 +203,7 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
     )
     job = [*PYTHON, "-c", "print('job output')"]
 
-    code, out, err = finish(gputop_run("--report-json", "--", *job, probe_dir=probe_dir, preamble=preamble))
+    code, out, err = finish(gputop_run("--report-json", "-", "--", *job, probe_dir=probe_dir, preamble=preamble))
 
     assert code == 0, err
     pid = last_json(out)["pid"]

@@ -266,3 +266,19 @@ def test_the_docs_list_every_key() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "ui.md").read_text()
     for keys, _ in key_help(readonly=False):
         assert f"`{keys}`" in docs or keys in docs, keys
+
+
+class BrokenAdvisor:
+    """An advisor whose rules have a bug."""
+
+    def update(self, snap: object) -> tuple[()]:
+        raise RuntimeError("a rule divided by zero")
+
+
+async def test_a_failing_advisor_leaves_the_dashboard_running(make_app: MakeApp) -> None:
+    app = make_app([scenes.training_node(), scenes.training_node()], advisor=BrokenAdvisor())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert app.is_running
+        assert shown_pids(app)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from gputop.ui.app import GputopApp
-from tests.ui import scenes
+from tests.ui import scenes, training_scenes
 
 MakeApp = Callable[..., GputopApp]
 SMALL = (80, 24)
@@ -53,3 +53,23 @@ def test_focus_on_a_process_without_a_gpu(snap_compare, make_app: MakeApp) -> No
     pid = scenes.CPU_JOB_PID
     app = make_app([scenes.training_node(focus_pid=pid)], focus_pid=pid)
     assert snap_compare(app, terminal_size=SMALL, run_before=settle)
+
+
+def starved_run(make_app: MakeApp) -> GputopApp:
+    """``gputop run`` over a data-starved job, with the findings the advisor gave it (fixed: see STARVED_ADVICE)."""
+    snapshots = scenes.history(training_scenes.starved_job)
+    return make_app(snapshots, focus_pid=training_scenes.JOB_PID, advisor=training_scenes.FixedAdvisor())
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_training_panel_and_findings_of_a_starved_job(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    assert snap_compare(starved_run(make_app), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_training_screen(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    assert snap_compare(starved_run(make_app), terminal_size=size, press=["l"], run_before=settle)
+
+
+def test_findings_in_full_at_80x24(snap_compare, make_app: MakeApp) -> None:
+    assert snap_compare(starved_run(make_app), terminal_size=SMALL, press=["l", "a"], run_before=settle)

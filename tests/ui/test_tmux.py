@@ -84,6 +84,8 @@ def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_j
     screen = tmux.wait_for(str(pid))
     assert "driver 550.90.07" in screen
     assert "CUDA 12.4" in screen
+    screen = tmux.wait_for(f"Training · PID {pid}")  # it owns DataLoader workers, and writes no probe report
+    assert "probe none" in screen
 
     tmux.run("send-keys", "-t", "gputop", "t")
     screen = tmux.wait_until(lambda screen: screen.count("pt_data_worker") == 2, "the tree with both workers")

@@ -1,4 +1,5 @@
-"""The main screen: status line, banner, GPUs, host, and the process table with its view options."""
+"""The main screen: status line, banner, GPUs, host, the training panel and the advisor's findings, and the
+process table with its view options."""
 
 from __future__ import annotations
 
@@ -12,15 +13,19 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from gputop.model import PROCESS_EXITED, Snapshot
+from gputop.model import Snapshot
 from gputop.ui.process_rows import COLUMNS, ViewOptions, build_rows, focus_family
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.signal_dialog import confirm_and_signal
-from gputop.ui.widgets.banner import Banner
+from gputop.ui.screens.training import TrainingScreen, gpu_totals
+from gputop.ui.training_target import training_target
+from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
+from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
+from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
 
 if TYPE_CHECKING:
     from gputop.ui.app import GputopApp
@@ -28,23 +33,8 @@ if TYPE_CHECKING:
 TABLE_MIN_LINES = 8
 """The process table keeps at least its title, header and six rows; the GPU panel gets the rest."""
 PER_CORE_MIN_HEIGHT = 30
-
-
-def screen_messages(snap: Snapshot, focus_pid: int | None) -> tuple[str, ...]:
-    """What the banner must say about this snapshot: no driver, the focus process's state, collector notices."""
-    messages = []
-    if not snap.driver.ok:
-        messages.append(f"No GPU information: {snap.driver.reason or 'the NVIDIA driver did not answer'}")
-    if focus_pid is not None:
-        focus = snap.host_process(focus_pid)
-        family = focus_family(snap, focus_pid)
-        if focus is None or focus.unavailable.get("status") == PROCESS_EXITED:
-            messages.append(f"PID {focus_pid} has exited.")
-        elif snap.driver.ok and not any(p.pid in family for p in snap.processes):
-            who = f" ({focus.name})" if focus.name else ""
-            messages.append(f"PID {focus_pid}{who} uses no GPU: showing its CPU side and its children.")
-    messages.extend(snap.notices)
-    return tuple(messages)
+DETAILED_TRAINING_MIN_HEIGHT = 40
+"""With a focus (``--pid``, ``gputop run``) and this many lines, the training panel is shown in full."""
 
 
 def options_summary(options: ViewOptions, shown: int) -> str:
@@ -77,9 +67,17 @@ class DashboardScreen(Screen[None]):
         Binding(
             "k", "signal", "Signal", tooltip="Send SIGINT, SIGTERM or SIGKILL to the selected process (asks first)"
         ),
+        Binding(
+            "l",
+            "training",
+            "Training",
+            tooltip="The training process in full: DataLoader, every worker, GPU memory, the advisor's findings",
+        ),
     ]
 
     options: var[ViewOptions] = var(ViewOptions)
+    training_pid: var[int | None] = var(None)
+    """The training process the training panel shows (``training_target``), None while there is none."""
 
     @property
     def gputop(self) -> GputopApp:
@@ -90,6 +88,8 @@ class DashboardScreen(Screen[None]):
         yield Banner()
         yield GpuPanel()
         yield HostPanel()
+        yield TrainingPanel()
+        yield AdvicePanel()
         yield Static(id="process-note", markup=False)
         yield ProcessTable()
         yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
@@ -105,6 +105,8 @@ class DashboardScreen(Screen[None]):
         self.query_one(ProcessTable).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "training":
+            return self.training_pid is not None
         return not (action == "signal" and self.gputop.readonly)
 
     def _show_status(self) -> None:
@@ -128,10 +130,33 @@ class DashboardScreen(Screen[None]):
         panel.show(gpus, app.history, snap.time)
         self.query_one(HostPanel).show(snap.host)
         self._show_processes()
+        self._show_training()
         self._fit()
+
+    def _show_training(self) -> None:
+        """The training panel for ``training_target``, and the findings; both absent when there is nothing."""
+        app = self.gputop
+        snap = app.snapshot
+        if snap is None:
+            return
+        selected = self.query_one(ProcessTable).selected
+        view = training_target(snap, app.focus_pid, selected.pid if selected else None, self.training_pid)
+        self.training_pid = None if view is None else view.pid
+        detailed = app.focus_pid is not None and self.size.height >= DETAILED_TRAINING_MIN_HEIGHT
+        shown = None if view is None else TrainingShown(view, snap.time, gpu_totals(snap), detailed)
+        self.query_one(TrainingPanel).show(shown, app.history.processes.get(view.pid) if view else None)
+        # The PID is worth its room only when a finding is about another process than the panel's.
+        others = any(a.pid != self.training_pid for a in app.advice)
+        limit = 5 if self.size.height >= DETAILED_TRAINING_MIN_HEIGHT else 3
+        self.query_one(AdvicePanel).shown = AdviceShown(app.advice, show_pid=others, limit=limit)
+
+    def watch_training_pid(self) -> None:
+        self.refresh_bindings()
 
     def watch_options(self) -> None:
         self._show_processes()
+        self._show_training()  # the rows moved under the cursor
+        self._fit()
 
     def _show_processes(self) -> None:
         snap = self.gputop.snapshot
@@ -163,6 +188,7 @@ class DashboardScreen(Screen[None]):
             note.display = bool(text)
 
     def on_resize(self) -> None:
+        self._show_training()
         self._fit()
 
     def _fit(self) -> None:
@@ -173,11 +199,22 @@ class DashboardScreen(Screen[None]):
         banner = self.query_one(Banner)
         others = 1 + 1 + (2 if height >= PER_CORE_MIN_HEIGHT else 1) + TABLE_MIN_LINES
         others += len(banner.messages) if banner.messages else 0
+        width = self.size.width
+        others += self.query_one(TrainingPanel).line_count(width) + self.query_one(AdvicePanel).line_count(width)
         self.query_one(GpuPanel).fit_to(height - others)
 
     @on(ProcessTable.RowSelected)
     def _open_detail(self, event: ProcessTable.RowSelected) -> None:
         self.app.push_screen(ProcessDetailScreen(event.row.pid))
+
+    @on(ProcessTable.Highlighted)
+    def _follow_cursor(self) -> None:
+        self._show_training()
+        self._fit()
+
+    def action_training(self) -> None:
+        if self.training_pid is not None:
+            self.app.push_screen(TrainingScreen(self.training_pid))
 
     @on(ProcessTable.HeaderSelected)
     def _sort_by_header(self, event: ProcessTable.HeaderSelected) -> None:

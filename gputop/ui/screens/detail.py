@@ -148,7 +148,7 @@ class ProcessDetailScreen(Screen[None]):
             "app.pop_screen",
             "Back",
             key_display="Esc",
-            tooltip="Back to the overview (from a process's details)",
+            tooltip="Back to the overview (from a process's details or the training screen)",
         ),
         Binding("k", "signal", "Signal", tooltip="Send SIGINT, SIGTERM or SIGKILL to this process (asks first)"),
     ]

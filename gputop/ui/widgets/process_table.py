@@ -81,6 +81,13 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
+    class Highlighted(Message):
+        """The user moved the cursor onto ``row`` (a key or a click)."""
+
+        def __init__(self, row: ProcessRow) -> None:
+            super().__init__()
+            self.row = row
+
     class HeaderSelected(Message):
         """The user clicked the title of column ``column_key``."""
 
@@ -215,6 +222,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             self._refresh_row(self._cursor)
             self._cursor = index
             self._refresh_row(index)
+            self.post_message(self.Highlighted(self._rows[index]))
         visible = max(1, self.size.height - 1)
         top = round(self.scroll_y)
         if index < top:

@@ -1,0 +1,58 @@
+"""The advisor's rules: one small pure function each, from a window of one training process's samples to a
+finding, or None while its condition does not hold.
+
+A rule judges the statistics of the last window (medians, shares, fitted trends) and says what to change, with
+the measured numbers; when its finding is raised and cleared is the engine's business (``engine.py``). The
+thresholds are in ``thresholds.py``, the computed values in ``suggest.py``; docs/advisor.md describes each rule.
+The rules live by subject: ``pipeline``, ``workers``, ``memory``, ``leaks`` and ``gpu``.
+"""
+
+from __future__ import annotations
+
+from gputop.advisor.rules.base import Finding, Rule
+from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, throttling
+from gputop.advisor.rules.leaks import empty_cache_in_loop, memory_leak
+from gputop.advisor.rules.memory import batch_too_small, fragmentation, memory_near_full
+from gputop.advisor.rules.pipeline import data_starved, loader_in_main_process, persistent_workers_off, pin_memory_off
+from gputop.advisor.rules.workers import cuda_in_worker, too_many_workers, worker_memory_growth
+
+RULES: tuple[Rule, ...] = (
+    Rule("data-starved", data_starved),
+    Rule("loader-in-main-process", loader_in_main_process),
+    Rule("too-many-workers", too_many_workers),
+    Rule("pin-memory-off", pin_memory_off),
+    Rule("persistent-workers-off", persistent_workers_off),
+    Rule("batch-too-small", batch_too_small),
+    Rule("memory-near-full", memory_near_full),
+    Rule("fragmentation", fragmentation),
+    Rule("memory-leak", memory_leak),
+    Rule("empty-cache-in-loop", empty_cache_in_loop),
+    Rule("cpu-bound-loop", cpu_bound_loop),
+    Rule("gpu-idle", gpu_idle, idle=True),
+    Rule("throttling", throttling),
+    Rule("worker-memory-growth", worker_memory_growth),
+    Rule("cuda-in-worker", cuda_in_worker),
+)
+RULE_IDS = tuple(rule.id for rule in RULES)
+
+__all__ = [
+    "RULES",
+    "RULE_IDS",
+    "Finding",
+    "Rule",
+    "batch_too_small",
+    "cpu_bound_loop",
+    "cuda_in_worker",
+    "data_starved",
+    "empty_cache_in_loop",
+    "fragmentation",
+    "gpu_idle",
+    "loader_in_main_process",
+    "memory_leak",
+    "memory_near_full",
+    "persistent_workers_off",
+    "pin_memory_off",
+    "throttling",
+    "too_many_workers",
+    "worker_memory_growth",
+]

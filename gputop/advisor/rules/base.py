@@ -1,0 +1,89 @@
+"""What every rule returns, and the helpers they share: windows, CUDA devices, wording."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase
+from gputop.model import CRITICAL, INFO, WARNING, CudaMemory, Gpu
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a rule says while its condition holds; the engine turns it into an ``Advice``."""
+
+    severity: str
+    title: str
+    detail: str
+    action: str
+    source: str
+    evidence: Mapping[str, object] = field(default_factory=dict)
+    suggest: Mapping[str, float | int | str | bool] = field(default_factory=dict)
+
+
+Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window."""
+
+    id: str
+    check: Check
+    idle: bool = False
+
+    def hold_s(self, config: AdvisorConfig) -> float:
+        return config.gpu_idle_s if self.idle else config.window_s
+
+
+def pct(share: float | None) -> str:
+    """A 0-1 share as a whole percentage, for the words of a finding."""
+    return "N/A" if share is None else f"{share * 100:.0f}%"
+
+
+def count(n: int, noun: str) -> str:
+    """``1 worker``, ``2 workers``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
+    """The last window of ``w``, or None while the samples do not cover one yet."""
+    recent = w.last(config.window_s)
+    return recent if recent.covers(config.window_s) else None
+
+
+def wait_severity(wait: float) -> str:
+    if wait >= th.DATA_WAIT_CRITICAL:
+        return CRITICAL
+    return WARNING if wait >= th.DATA_WAIT_WARNING else INFO
+
+
+def gpu_words(busy: float | None) -> str:
+    return "" if busy is None else f"; GPU busy {busy:.0f}%"
+
+
+def device_gpu(sample: JobSample, device: CudaMemory) -> Gpu | None:
+    return next((g for g in sample.gpus if g.index == device.gpu_index), None)
+
+
+def cuda_devices(sample: JobSample) -> tuple[CudaMemory, ...]:
+    """The CUDA devices the probe reports for the process (none without a trusted report)."""
+    return sample.view.probe.cuda if sample.view.probe.ok else ()
+
+
+def device_series(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> list[tuple[float, float]]:
+    """``(time, value)`` of one CUDA device's figure across the window (the probe samples it at step starts)."""
+    points = []
+    for sample in w.samples:
+        for d in cuda_devices(sample):
+            value = read(d)
+            if d.device == device and value is not None:
+                points.append((sample.time, float(value)))
+    return points
+
+
+def device_increase(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> float:
+    """How much one of a CUDA device's counters grew across the window."""
+    return counter_increase([v for _, v in device_series(w, device, read)])

@@ -1,0 +1,159 @@
+"""Rules on the GPU and the loop that feeds it: a CPU-bound loop, a stalled job, throttling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.rules.base import Finding, pct, recent_window
+from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, main_thread_busy
+from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
+from gputop.output import fmt_bytes
+
+
+def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The GPU waits on a main thread that is on the CPU all the time, and not for data."""
+    recent = recent_window(w, config)
+    if recent is None or not recent.latest.on_gpu:
+        return None
+    busy = recent.median(lambda s: s.gpu_busy_percent)
+    main = main_thread_busy(recent)
+    wait = recent.loader_median("data_wait_share")
+    if busy is None or busy >= th.CPU_LOOP_GPU_BUSY_BELOW or main is None or main < th.MAIN_THREAD_BUSY:
+        return None
+    if wait is not None and wait >= th.DATA_WAIT_INFO:
+        return None
+    # A busy main thread and an idle GPU is also a job setting up (building a dataset index, say): only a loop
+    # that is training counts, seen by the probe's steps, or without it by a GPU that runs something.
+    training = recent.latest.loader is not None if recent.latest.view.probe.ok else busy >= th.GPU_ACTIVE_FROM_PERCENT
+    if not training:
+        return None
+    return Finding(
+        severity=WARNING,
+        title="The training loop is CPU-bound: Python overhead starves the GPU",
+        detail=f"the main thread is on the CPU {pct(main)} of the time; GPU busy {busy:.0f}%"
+        + ("" if wait is None else f"; the loop waits for data {pct(wait)} of each step"),
+        action=(
+            "Give the GPU more per launch and the CPU less per step: a larger batch, torch.compile (fuses kernels), "
+            "CUDA graphs for a static step, and fewer .item() / .cpu() calls, each of which waits for the GPU."
+        ),
+        source=SOURCE_EXTERNAL if wait is None else SOURCE_BOTH,
+        evidence={"main_thread_busy_share": main, "gpu_busy_percent": busy, "data_wait_share": wait},
+    )
+
+
+def _stall_cause(sample: JobSample, idle_s: float) -> str:
+    loader = sample.loader
+    if loader is not None and loader.waiting_now_s is not None and loader.waiting_now_s >= idle_s / 2:
+        return (
+            f"the loop has waited {loader.waiting_now_s:.0f} s for its next batch: a hung worker, or storage or "
+            "a network that stopped answering"
+        )
+    main = sample.view.main_thread
+    where = main.wait_channel or ""
+    if "futex" in where:
+        return (
+            "the main thread sleeps on a lock (futex): a deadlock, or a collective (all-reduce) waiting for "
+            "another rank"
+        )
+    if any(word in where for word in ("poll", "select", "sock", "tcp", "pipe")):
+        return f"the main thread waits in {where}: on the network or another process"
+    if main.activity == "running":
+        return "the main thread is busy on the CPU: a long CPU phase (evaluation, checkpointing, preprocessing)"
+    return f"the main thread is {main.status or 'in an unknown state'}" + (f" in {where}" if where else "")
+
+
+def gpu_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """A process holds GPU memory but the GPU has run nothing for a long time: the job looks stalled."""
+    latest = w.latest
+    held = latest.gpu_memory_bytes
+    busy = latest.gpu_busy_percent
+    if not held or busy is None or busy > 0:
+        return None
+    active = [s.time for s in w.samples if (s.gpu_busy_percent or 0) > 0]
+    idle_s = latest.time - (active[-1] if active else w.samples[0].time)
+    cause = _stall_cause(latest, config.gpu_idle_s)
+    loader = latest.loader
+    return Finding(
+        severity=WARNING,
+        title=f"GPU idle for {idle_s:.0f} s while the job holds {fmt_bytes(held)}: stalled?",
+        detail=cause,
+        action=(
+            f"See where it waits: py-spy dump --pid {latest.pid} (and its workers). A collective that never "
+            "completes points to a rank that died or took another path; a timeout in init_process_group turns the "
+            "hang into an error. If it is evaluating or saving a checkpoint, this clears when it resumes."
+        ),
+        source=SOURCE_BOTH if loader is not None else SOURCE_EXTERNAL,
+        evidence={
+            "idle_s": round(idle_s, 1),
+            "gpu_memory_bytes": held,
+            "main_thread_status": latest.view.main_thread.status,
+            "wait_channel": latest.view.main_thread.wait_channel,
+            "waiting_for_batch_s": None if loader is None else loader.waiting_now_s,
+            "last_batch_age_s": None if loader is None else loader.last_batch_age_s,
+        },
+    )
+
+
+def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The GPU's clocks are held down by its thermal or power protection."""
+    recent = recent_window(w, config)
+    if recent is None or not recent.latest.on_gpu:
+        return None
+
+    def has(reasons: tuple[str, ...]) -> Callable[[JobSample], bool | None]:
+        def test(sample: JobSample) -> bool | None:
+            known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
+            return any(r in reasons for rs in known for r in rs) if known else None
+
+        return test
+
+    def power_capped(sample: JobSample) -> bool | None:
+        known = [g for g in sample.gpus if g.throttle_reasons is not None]
+        if not known:
+            return None
+        return any(
+            th.POWER_CAP in g.throttle_reasons  # type: ignore[operator]
+            and g.clock_sm_mhz is not None
+            and g.clock_sm_max_mhz
+            and g.clock_sm_mhz < th.POWER_CAP_CLOCK_SHARE * g.clock_sm_max_mhz
+            for g in known
+        )
+
+    levels = (
+        (CRITICAL, has(th.HARDWARE_SLOWDOWN), "its hardware slowdown protects it from heat or a power fault"),
+        (WARNING, has(th.THERMAL_SLOWDOWN), "it is too hot: the driver lowers its clocks"),
+        (INFO, power_capped, "it is at its power limit and clocks well below its maximum"),
+    )
+    for severity, test, why in levels:
+        share = recent.share(test)
+        if share is None or share < th.THROTTLE_SHARE:
+            continue
+        gpu = recent.latest.gpus[0]
+        detail = (
+            f"GPU {gpu.index}: {', '.join(gpu.throttle_reasons or ()) or 'reasons varied'} in {pct(share)} of the "
+            f"samples; SM clock {gpu.clock_sm_mhz} of {gpu.clock_sm_max_mhz} MHz, {gpu.temperature_c} °C, "
+            f"{gpu.power_w} of {gpu.power_limit_w} W"
+        )
+        return Finding(
+            severity=severity,
+            title=f"GPU {gpu.index} is throttled: {why}",
+            detail=detail,
+            action=(
+                "The hardware slows the GPU; nothing in the job's code does. Check cooling (fans, airflow, inlet "
+                "temperature) and power delivery; `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` shows which "
+                "limit acts. A power limit set below the default can be raised with nvidia-smi -pl."
+            ),
+            source=SOURCE_EXTERNAL,
+            evidence={
+                "gpu_index": gpu.index,
+                "reasons": tuple(gpu.throttle_reasons or ()),
+                "share": round(share, 2),
+                "clock_sm_mhz": gpu.clock_sm_mhz,
+                "clock_sm_max_mhz": gpu.clock_sm_max_mhz,
+                "temperature_c": gpu.temperature_c,
+                "power_w": gpu.power_w,
+                "power_limit_w": gpu.power_limit_w,
+            },
+        )
+    return None

@@ -1,0 +1,217 @@
+"""Rules on GPU memory: room for a larger batch, a nearly full GPU, fragmentation."""
+
+from __future__ import annotations
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.rules.base import (
+    Finding,
+    cuda_devices,
+    device_gpu,
+    device_increase,
+    device_series,
+    pct,
+    recent_window,
+)
+from gputop.advisor.suggest import batch_memory, larger_batch, smaller_batch
+from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
+from gputop.output import fmt_bytes
+
+
+def _step_start_bytes(recent: JobWindow, device: int) -> float | None:
+    values = [v for _, v in device_series(recent, device, lambda d: d.allocated_bytes)]
+    return sorted(values)[len(values) // 2] if values else None
+
+
+def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The GPU has memory and time to spare, and the loop is not waiting for data: a larger batch fits."""
+    recent = recent_window(w, config)
+    if recent is None or not recent.latest.on_gpu:
+        return None
+    memory = recent.median(lambda s: s.gpu_memory_fraction)
+    busy = recent.median(lambda s: s.gpu_busy_percent)
+    sm = recent.median(lambda s: s.sm_activity_percent)
+    if memory is None or memory >= th.BATCH_MEMORY_BELOW:
+        return None
+    idle_time = busy is not None and busy < th.BATCH_GPU_BUSY_BELOW
+    idle_sms = sm is not None and sm < th.BATCH_SM_ACTIVITY_BELOW
+    if not (idle_time or idle_sms):
+        return None
+    if busy is not None and busy < th.GPU_ACTIVE_FROM_PERCENT:
+        return None
+    wait = recent.loader_median("data_wait_share")
+    if wait is not None and wait >= th.DATA_WAIT_INFO:
+        return None
+    latest = recent.latest
+    batch = latest.batch_size
+    detail = f"GPU memory {pct(memory)} used; GPU busy {'N/A' if busy is None else f'{busy:.0f}%'}"
+    if sm is not None:
+        detail += f", SM activity {sm:.0f}%"
+    if wait is not None:
+        detail += f"; the loop waits for data {pct(wait)} of each step"
+    evidence: dict[str, object] = {
+        "gpu_memory_used_share": round(memory, 3),
+        "gpu_busy_percent": busy,
+        "sm_activity_percent": sm,
+        "batch_size": batch,
+    }
+    severity = WARNING if busy is not None and busy < th.BATCH_GPU_BUSY_WARNING else INFO
+    for device in cuda_devices(latest):
+        gpu = device_gpu(latest, device)
+        start = _step_start_bytes(recent, device.device)
+        if gpu is None or start is None or not batch or not gpu.memory_total_bytes:
+            continue
+        model = batch_memory(device, gpu, batch, start)
+        if model is None:
+            continue
+        larger = larger_batch(model, gpu.memory_total_bytes, batch)
+        if larger is None:
+            return None
+        evidence |= {
+            "step_start_bytes": int(start),
+            "per_sample_bytes": int(model.per_sample_bytes),
+            "gpu_memory_total_bytes": gpu.memory_total_bytes,
+            "suggested_peak_bytes": int((start + larger * model.per_sample_bytes) * model.cache_factor),
+        }
+        return Finding(
+            severity=severity,
+            title=f"The GPU is under-filled: batch_size={larger} fits",
+            detail=detail,
+            action=(
+                f"Set batch_size={larger} ({batch} now): a step starts with {fmt_bytes(start)} allocated (weights, "
+                f"gradients, optimizer state) and each sample adds {fmt_bytes(model.per_sample_bytes)} at its "
+                f"peak, so {larger} samples fit in the GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to "
+                "spare. Scale the learning rate with the batch (linear scaling rule) and check convergence."
+            ),
+            source=SOURCE_BOTH,
+            evidence=evidence,
+            suggest={"batch_size": larger},
+        )
+    how = (
+        "the probe reports no CUDA memory for this process"
+        if latest.view.probe.ok
+        else "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
+    )
+    return Finding(
+        severity=severity,
+        title="The GPU is under-filled: a larger batch fits",
+        detail=detail,
+        action=(
+            f"Raise batch_size{f' (now {batch})' if batch else ''}: more samples per step give the GPU more to do "
+            f"per launch. A computed size needs the memory per sample: {how}. Scale the learning rate with it."
+        ),
+        source=SOURCE_EXTERNAL,
+        evidence=evidence,
+    )
+
+
+def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The GPU's memory is nearly full, or the caching allocator has had to free its cache and retry."""
+    recent = recent_window(w, config)
+    if recent is None:
+        return None
+    latest = recent.latest
+    devices = cuda_devices(latest)
+    if not latest.on_gpu and not devices:
+        return None
+    external = recent.median(lambda s: s.gpu_memory_fraction)
+    retries = ooms = 0.0
+    peak_share = None
+    for device in devices:
+        retries += device_increase(recent, device.device, lambda d: d.num_alloc_retries)
+        ooms += device_increase(recent, device.device, lambda d: d.num_ooms)
+        gpu = device_gpu(latest, device)
+        if gpu is not None and gpu.memory_total_bytes and device.reserved_peak_bytes is not None:
+            peak_share = max(peak_share or 0.0, device.reserved_peak_bytes / gpu.memory_total_bytes)
+    full = (peak_share is not None and peak_share >= th.MEMORY_FULL) or (
+        external is not None and external >= th.MEMORY_FULL
+    )
+    if not (full or retries):
+        return None
+    severity = CRITICAL if ooms else WARNING if retries else INFO
+    facts = []
+    if peak_share is not None:
+        facts.append(f"peak reserved {pct(peak_share)} of the GPU")
+    if external is not None:
+        facts.append(f"GPU memory {pct(external)} used")
+    if retries:
+        facts.append(f"{retries:.0f} allocation retries in {recent.span_s:.0f} s")
+    if ooms:
+        facts.append(f"{ooms:.0f} out-of-memory errors")
+    suggest: dict[str, float | int | str | bool] = {}
+    smaller_words = "a smaller batch with gradient accumulation"
+    batch = latest.batch_size
+    for device in devices:
+        gpu = device_gpu(latest, device)
+        start = _step_start_bytes(recent, device.device)
+        if gpu is None or start is None or not batch or not gpu.memory_total_bytes:
+            continue
+        model = batch_memory(device, gpu, batch, start)
+        plan = smaller_batch(model, gpu.memory_total_bytes, batch) if model is not None else None
+        if plan is not None:
+            suggest = {"batch_size": plan[0], "gradient_accumulation_steps": plan[1]}
+            smaller_words = (
+                f"batch_size={plan[0]} with gradient accumulation over {plan[1]} steps (the same effective batch, "
+                f"peak about {pct(th.MEMORY_TARGET)} of the GPU)"
+            )
+    return Finding(
+        severity=severity,
+        title="GPU memory is nearly full" + (": allocations are retrying" if retries else ""),
+        detail="; ".join(facts),
+        action=(
+            "Make room before an out-of-memory error: mixed precision (torch.autocast with bfloat16) halves "
+            "activations, activation checkpointing (torch.utils.checkpoint) recomputes them instead of keeping "
+            f"them, or {smaller_words}."
+        ),
+        source=SOURCE_BOTH if devices and external is not None else SOURCE_PROBE if devices else SOURCE_EXTERNAL,
+        evidence={
+            "peak_reserved_share": None if peak_share is None else round(peak_share, 3),
+            "gpu_memory_used_share": None if external is None else round(external, 3),
+            "alloc_retries": int(retries),
+            "ooms": int(ooms),
+            "batch_size": batch,
+        },
+        suggest=suggest,
+    )
+
+
+def fragmentation(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """Much reserved memory is unallocated while allocations retry: the free memory is in pieces too small."""
+    recent = recent_window(w, config)
+    if recent is None:
+        return None
+    for device in cuda_devices(recent.latest):
+        retries = device_increase(recent, device.device, lambda d: d.num_alloc_retries)
+        shares = [
+            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
+            for s in recent.samples
+            for d in cuda_devices(s)
+            if d.device == device.device and d.reserved_bytes and d.allocated_bytes is not None
+        ]
+        if not shares or not retries:
+            continue
+        share = sorted(shares)[len(shares) // 2]
+        if share <= th.FRAGMENTED_SHARE:
+            continue
+        return Finding(
+            severity=WARNING,
+            title=f"GPU memory is fragmented: {pct(share)} of reserved memory unused while allocations retry",
+            detail=f"cuda:{device.device}: reserved {fmt_bytes(device.reserved_bytes)}, allocated "
+            f"{fmt_bytes(device.allocated_bytes)}; {retries:.0f} allocation retries in {recent.span_s:.0f} s",
+            action=(
+                "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the job's environment: segments then grow "
+                "in place instead of leaving gaps between them. Each retry frees the whole cache and synchronises "
+                "the GPU."
+            ),
+            source=SOURCE_PROBE,
+            evidence={
+                "device": device.device,
+                "unallocated_reserved_share": round(share, 3),
+                "reserved_bytes": device.reserved_bytes,
+                "allocated_bytes": device.allocated_bytes,
+                "inactive_split_bytes": device.inactive_split_bytes,
+                "alloc_retries": int(retries),
+            },
+            suggest={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+        )
+    return None

@@ -1,0 +1,232 @@
+"""Rules on the input pipeline: the loop waiting for data, loading in the main process, pageable batches,
+workers started at every epoch."""
+
+from __future__ import annotations
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.rules.base import Finding, count, cuda_devices, gpu_words, pct, recent_window, wait_severity
+from gputop.advisor.suggest import (
+    CPU,
+    IO,
+    STORAGE,
+    WorkerPlan,
+    cores_per_rank,
+    plan_workers,
+    worker_bottleneck,
+    workers_needed,
+)
+from gputop.advisor.window import AdvisorConfig, JobWindow, main_thread_busy, pass_starts, worker_activity
+from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
+from gputop.output import fmt_bytes
+
+
+def _more_workers_action(plan: WorkerPlan, workers: int, cores: int) -> str:
+    """What to do about a starved loop: the worker count, or what to do where more workers cannot help."""
+    if plan.suggested is not None:
+        capped = f", capped at {plan.suggested} by {plan.limit}" if plan.limit else ""
+        action = (
+            f"Set num_workers={plan.suggested} ({workers} now): {count(workers, 'worker')} × step time ÷ compute time "
+            f"is {plan.needed} with 25% headroom{capped}."
+        )
+        if plan.bottleneck == IO:
+            action += (
+                " Workers that wait on I/O can outnumber the cores; caching the data or a higher prefetch_factor "
+                "also helps."
+            )
+        return action
+    if plan.bottleneck == STORAGE:
+        return (
+            "More workers cannot help: they wait on the storage. Use faster or local storage, cache the dataset "
+            "in memory, or store it in fewer, larger files; a higher prefetch_factor rides out slow reads."
+        )
+    if plan.bottleneck == CPU:
+        return (
+            f"More workers cannot help: the workers are CPU-bound and the {cores} usable cores are spent. Make "
+            "each sample cheaper: lighter transforms, decode once and cache the decoded data, or move "
+            "augmentation to the GPU."
+        )
+    return (
+        f"The workers wait on I/O and already reach the cap ({plan.limit}): cache the data, use faster storage, "
+        "or raise prefetch_factor."
+    )
+
+
+def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The loop waits for data a large share of each step while the GPU is not kept busy."""
+    recent = recent_window(w, config)
+    if recent is None:
+        return None
+    latest = recent.latest
+    workers = latest.num_workers
+    wait = recent.loader_median("data_wait_share")
+    steps = recent.loader_median("steps_per_s")
+    loader = latest.loader
+    starting = recent.loader_median("pass_start_wait_share")
+    restarts = loader is not None and loader.effective.persistent_workers is False
+    if wait is not None and starting is not None and restarts:
+        # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them longer.
+        wait = max(0.0, wait - starting)
+    if not workers or wait is None or wait < th.DATA_WAIT_INFO or not steps:
+        return None
+    busy = recent.median(lambda s: s.gpu_busy_percent)
+    if busy is not None and busy >= th.GPU_FED_FROM_PERCENT:
+        return None
+    activity = worker_activity(recent)
+    bottleneck = worker_bottleneck(activity) if activity is not None else CPU
+    cores = cores_per_rank(latest)
+    needed = workers_needed(workers, wait, in_main_process=False)
+    uss = activity.uss_bytes_per_worker if activity is not None else None
+    plan = plan_workers(workers, needed, bottleneck, cores, uss, latest.host.memory_available_bytes)
+    cpu = activity.cpu_cores if activity is not None else None
+    doing = {
+        CPU: f"busy on the CPU ({'?' if cpu is None else f'{cpu:.1f}'} of {cores} usable cores)",
+        IO: f"mostly asleep, waiting on I/O ({'?' if cpu is None else f'{cpu:.1f}'} cores)",
+        STORAGE: f"in disk sleep {pct(activity.disk_share if activity else None)} of the time",
+    }[bottleneck]
+    detail = f"the loop waits for data {pct(wait)} of each step at {steps:.1f} steps/s; "
+    detail += f"{count(workers, 'worker')}, {doing}"
+    suggest: dict[str, float | int | str | bool] = {}
+    if plan.suggested is not None:
+        suggest = {"num_workers": plan.suggested}
+    return Finding(
+        severity=wait_severity(wait),
+        title=f"Input-bound: the loop waits for data {pct(wait)} of each step",
+        detail=detail + gpu_words(busy),
+        action=_more_workers_action(plan, workers, cores),
+        source=SOURCE_BOTH if activity is not None or busy is not None else SOURCE_PROBE,
+        evidence={
+            "data_wait_share": round(wait, 3),
+            "steps_per_s": round(steps, 2),
+            "num_workers": workers,
+            "bottleneck": bottleneck,
+            "workers_busy_share": None if activity is None else round(activity.busy_share, 2),
+            "workers_cpu_cores": None if cpu is None else round(cpu, 2),
+            "usable_cores_per_rank": cores,
+            "gpu_busy_percent": busy,
+            "needed_workers": needed,
+        },
+        suggest=suggest,
+    )
+
+
+def loader_in_main_process(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """``num_workers=0``: the main process loads every batch itself while the model waits."""
+    recent = recent_window(w, config)
+    if recent is None or recent.latest.num_workers != 0:
+        return None
+    wait = recent.loader_median("data_wait_share")
+    steps = recent.loader_median("steps_per_s")
+    if wait is None or wait < th.DATA_WAIT_INFO or not steps:
+        return None
+    main = main_thread_busy(recent)
+    # The main thread computes for (1 - wait) of a step; what it spends on the CPU beyond that is loading.
+    load_cpu = None if main is None else min(1.0, max(0.0, (main - (1.0 - wait)) / wait))
+    bottleneck = IO if load_cpu is not None and load_cpu < th.LOAD_CPU_SHARE else CPU
+    cores = cores_per_rank(recent.latest)
+    needed = workers_needed(1, wait, in_main_process=True)
+    plan = plan_workers(0, needed, bottleneck, cores, None, recent.latest.host.memory_available_bytes)
+    workers = plan.suggested or 1
+    kind = "on the CPU" if bottleneck == CPU else "mostly waiting on I/O"
+    return Finding(
+        severity=WARNING if wait >= th.DATA_WAIT_WARNING else INFO,
+        title=f"num_workers=0: the main process loads the data, {pct(wait)} of each step",
+        detail=f"the loop waits for data {pct(wait)} of each step at {steps:.1f} steps/s; loading runs {kind} "
+        f"in the main process (main thread busy {pct(main)})",
+        action=(
+            f"Set num_workers={workers}: workers load the next batches while the model computes. Loading takes "
+            f"{wait / max(1.0 - wait, 0.01):.2f}× the compute time, so {count(needed, 'worker')} with 25% headroom"
+            + (f", capped at {workers} by {plan.limit}" if plan.limit else "")
+            + ". Add persistent_workers=True so they start once."
+        ),
+        source=SOURCE_BOTH if main is not None else SOURCE_PROBE,
+        evidence={
+            "data_wait_share": round(wait, 3),
+            "steps_per_s": round(steps, 2),
+            "main_thread_busy_share": main,
+            "loading_cpu_share": None if load_cpu is None else round(load_cpu, 2),
+            "bottleneck": bottleneck,
+            "usable_cores_per_rank": cores,
+            "needed_workers": needed,
+        },
+        suggest={"num_workers": workers},
+    )
+
+
+def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """A CUDA job with workers copies pageable batches while it waits for data or moves a lot to the GPU."""
+    recent = recent_window(w, config)
+    if recent is None:
+        return None
+    latest = recent.latest
+    if not (latest.on_gpu or cuda_devices(latest)) or not latest.num_workers:
+        return None
+    if latest.view.pin_memory.state != PIN_OFF:
+        return None
+    loader = latest.loader
+    if loader is not None and loader.requested.pin_memory:
+        return None  # asked for, and turned off by torch: this machine has no accelerator for it
+    wait = recent.loader_median("data_wait_share")
+    rx = recent.median(lambda s: max((g.pcie_rx_bytes_per_s or 0 for g in s.gpus), default=None))
+    waits = wait is not None and wait >= th.DATA_WAIT_INFO
+    copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
+    if not (waits or copies):
+        return None
+    reasons = []
+    if waits:
+        reasons.append(f"the loop waits for data {pct(wait)} of each step")
+    if copies:
+        reasons.append(f"{fmt_bytes(rx)}/s flow from the host to the GPU")
+    return Finding(
+        severity=WARNING if wait is not None and wait >= th.DATA_WAIT_WARNING else INFO,
+        title="pin_memory is off in a CUDA job",
+        detail=f"{latest.view.pin_memory.evidence}; " + " and ".join(reasons),
+        action=(
+            "Set pin_memory=True in the DataLoader and move batches with .to(device, non_blocking=True): pinned "
+            "batches are copied by DMA at full PCIe speed while the GPU computes, where pageable ones are staged "
+            "through a driver buffer and block the loop."
+        ),
+        source=SOURCE_BOTH if wait is not None else SOURCE_EXTERNAL,
+        evidence={
+            "pin_memory": latest.view.pin_memory.state,
+            "num_workers": latest.num_workers,
+            "data_wait_share": None if wait is None else round(wait, 3),
+            "pcie_rx_bytes_per_s": rx,
+        },
+        suggest={"pin_memory": True},
+    )
+
+
+def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """Workers are started anew at every epoch, and their start-up shows at the start of each epoch."""
+    # The whole history, not a window: epochs can be longer than a window.
+    if not w.covers(config.window_s):
+        return None
+    latest = w.latest
+    loader = latest.loader
+    if loader is None or loader.effective.persistent_workers is not False or not latest.num_workers:
+        return None
+    starts = pass_starts(w)
+    if starts is None or starts.lost_share < th.STARTUP_SHARE_INFO:
+        return None
+    replaced = latest.view.workers_replaced - w.samples[0].view.workers_replaced
+    return Finding(
+        severity=WARNING if starts.lost_share >= th.STARTUP_SHARE_WARNING else INFO,
+        title=f"Workers restart every epoch: {pct(starts.lost_share)} of the time goes to starting them",
+        detail=f"{starts.passes} epochs started in {w.span_s:.0f} s, each with new workers; the last one's first "
+        f"batch came {starts.pass_start_s:.2f} s after it started, where the loop waits {starts.batch_wait_s:.3f} s "
+        "for any other batch",
+        action=(
+            "Set persistent_workers=True: the workers then live across epochs, keeping their Dataset copy, "
+            "imports and open files, instead of being started again at each one."
+        ),
+        source=SOURCE_BOTH if replaced else SOURCE_PROBE,
+        evidence={
+            "epochs": starts.passes,
+            "workers_replaced": replaced,
+            "span_s": round(w.span_s, 1),
+            "pass_start_s": round(starts.pass_start_s, 3),
+            "batch_wait_s": round(starts.batch_wait_s, 4),
+            "startup_share": round(starts.lost_share, 3),
+        },
+        suggest={"persistent_workers": True},
+    )

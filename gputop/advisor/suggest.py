@@ -1,0 +1,159 @@
+"""The numbers the advisor suggests, computed from what it measured: worker counts and batch sizes.
+
+Each function is pure and small, so a suggestion can be checked by hand against docs/advisor.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.window import JobSample, WorkerActivity
+from gputop.model import CudaMemory, Gpu
+
+CPU = "cpu"
+IO = "io"
+STORAGE = "storage"
+
+
+def cores_per_rank(sample: JobSample) -> int:
+    """CPUs one training process of the job may count on for itself and its workers.
+
+    Ranks pinned to disjoint CPUs each have their own mask; ranks that share one mask share its CPUs.
+    """
+    usable = sample.view.usable_cpu_count or sample.host.usable_cpu_count
+    ranks = sample.local_ranks
+    if ranks > 1 and usable * ranks > sample.host.cpu_count:
+        usable //= ranks
+    return max(1, usable)
+
+
+def workers_needed(producers: int, wait_share: float, in_main_process: bool) -> int:
+    """Workers that keep up with the loop, from the share of each step it waits for data.
+
+    A step of T seconds waits ``wait_share`` × T and computes the rest, C. Starved workers each take
+    ``producers`` × T per batch, so keeping up takes ``producers`` × T / C of them. With ``num_workers=0`` the
+    main process loads each batch itself, in ``wait_share`` × T, and the workers to take that over are
+    ``wait_share`` × T / C. Both get ``WORKER_MARGIN`` on top.
+    """
+    compute_share = max(1.0 - wait_share, 0.01)
+    batch_time = wait_share if in_main_process else producers  # in steps of T
+    # Rounding off: 0.8 / 0.2 is 4.000000000000001 in floating point, which must not become a fifth worker.
+    return max(1, math.ceil(round(batch_time / compute_share * th.WORKER_MARGIN, 6)))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerPlan:
+    """How many workers to run: ``needed`` from the measurements, ``suggested`` after the caps that apply, or
+    None when more workers cannot help; ``limit`` names the cap that bound it."""
+
+    bottleneck: str
+    needed: int
+    suggested: int | None
+    limit: str | None = None
+
+
+def plan_workers(
+    current: int, needed: int, bottleneck: str, cores: int, uss_per_worker: float | None, available_bytes: int
+) -> WorkerPlan:
+    """Cap the needed workers by what the machine offers.
+
+    CPU-bound workers get the cores of their rank less one for the main process; workers waiting on I/O may
+    outnumber the cores up to ``IO_WORKERS_PER_CORE`` each, and new workers may take at most
+    ``WORKER_MEMORY_SHARE`` of the available host memory. Workers waiting on the storage itself are not helped by
+    more of their kind.
+    """
+    if bottleneck == STORAGE:
+        return WorkerPlan(bottleneck, needed, None, "the storage")
+    caps: list[tuple[int, str]] = []
+    if bottleneck == CPU:
+        caps.append((max(1, cores - 1), f"{cores} usable cores, one kept for the main process"))
+    else:
+        caps.append((cores * th.IO_WORKERS_PER_CORE, f"{th.IO_WORKERS_PER_CORE} workers per usable core"))
+    if uss_per_worker:
+        room = int(available_bytes * th.WORKER_MEMORY_SHARE / uss_per_worker)
+        caps.append((current + room, "half the available host memory"))
+    cap, why = min(caps)
+    if needed <= cap:
+        return WorkerPlan(bottleneck, needed, needed if needed > current else None)
+    return WorkerPlan(bottleneck, needed, cap if cap > current else None, why)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMemory:
+    """A step's memory as a function of its batch size: what PyTorch holds at the start of a step (weights,
+    gradients, optimizer state), plus ``per_sample_bytes`` for each sample at the step's peak.
+
+    ``budget_bytes`` is what PyTorch may reserve on the GPU: its total, less the CUDA context (NVML's figure for
+    the process less what PyTorch reserved) and the memory of other processes. ``cache_factor`` is the caching
+    allocator's peak reserved over its peak allocated, by which every allocation is scaled up.
+    """
+
+    step_start_bytes: float
+    per_sample_bytes: float
+    budget_bytes: float
+    cache_factor: float
+
+    def batch_within(self, share: float, total_bytes: int) -> int:
+        """The largest batch whose peak stays within ``share`` of the GPU's memory."""
+        room = (self.budget_bytes - (1.0 - share) * total_bytes) / self.cache_factor - self.step_start_bytes
+        return max(0, math.floor(room / self.per_sample_bytes))
+
+
+def batch_memory(device: CudaMemory, gpu: Gpu, batch_size: int, step_start_bytes: float) -> BatchMemory | None:
+    """The memory model of a step, or None when the probe's figures do not make one.
+
+    The peak is the allocator's all-time peak: a step's own peak is no higher, so the per-sample cost it gives
+    errs large and the batch computed from it errs small.
+    """
+    total, peak = gpu.memory_total_bytes, device.allocated_peak_bytes
+    if not total or not peak or batch_size <= 0 or peak <= step_start_bytes:
+        return None
+    context = 0
+    others = 0
+    if device.nvml_process_bytes is not None and device.reserved_bytes is not None:
+        context = max(0, device.nvml_process_bytes - device.reserved_bytes)
+        if gpu.memory_used_bytes is not None:
+            others = max(0, gpu.memory_used_bytes - device.nvml_process_bytes)
+    cache_factor = max(1.0, (device.reserved_peak_bytes or peak) / peak)
+    return BatchMemory(
+        step_start_bytes=step_start_bytes,
+        per_sample_bytes=(peak - step_start_bytes) / batch_size,
+        budget_bytes=total - context - others,
+        cache_factor=cache_factor,
+    )
+
+
+def round_batch(batch: int) -> int:
+    """Round a batch down to a multiple of ``BATCH_MULTIPLE`` where it is large enough to keep one."""
+    return batch - batch % th.BATCH_MULTIPLE if batch >= 2 * th.BATCH_MULTIPLE else batch
+
+
+def larger_batch(memory: BatchMemory, total_bytes: int, current: int) -> int | None:
+    """The batch that fits with ``BATCH_MEMORY_MARGIN`` to spare, if it is worth the change."""
+    batch = round_batch(memory.batch_within(1.0 - th.BATCH_MEMORY_MARGIN, total_bytes))
+    return batch if batch >= current * th.BATCH_MIN_GROWTH else None
+
+
+def smaller_batch(memory: BatchMemory, total_bytes: int, current: int) -> tuple[int, int] | None:
+    """A batch that brings the peak down to ``MEMORY_TARGET`` and the gradient accumulation steps that keep the
+    effective batch, or None when the current batch already fits or no batch would.
+
+    The fewest accumulation steps that fit, with the current batch split evenly over them: 64 samples where 41
+    fit are two steps of 32.
+    """
+    fits = memory.batch_within(th.MEMORY_TARGET, total_bytes)
+    if fits >= current or fits < 1:
+        return None
+    steps = math.ceil(current / fits)
+    return math.ceil(current / steps), steps
+
+
+def worker_bottleneck(activity: WorkerActivity) -> str:
+    """CPU-bound, waiting on the storage, or waiting on other I/O (a network, a sleep, a remote store)."""
+    if activity.busy_share >= th.WORKER_BUSY_SHARE:
+        return CPU
+    if activity.disk_share >= th.WORKER_DISK_SHARE:
+        return STORAGE
+    return IO

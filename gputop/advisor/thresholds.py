@@ -1,0 +1,117 @@
+"""The advisor's thresholds, each with where it comes from.
+
+"issue 5" marks the defaults the advisor was specified with; the documents named beside a number describe the
+mechanism it measures. docs/advisor.md explains each rule with these numbers.
+"""
+
+from __future__ import annotations
+
+GIB = 1024**3
+MIB = 1024**2
+
+# -- hysteresis ---------------------------------------------------------------------------------------------------
+
+FIRE_SHARE = 0.8
+"""A condition that held for 80 % of a window is raised: one odd tick cannot hold it off (gputop)."""
+CLEAR_SHARE = 0.2
+"""A raised finding clears once its condition held for 20 % of a window or less; between the two shares nothing
+changes, which is what keeps a finding from flickering (gputop)."""
+
+# -- the input pipeline -------------------------------------------------------------------------------------------
+
+DATA_WAIT_INFO = 0.10
+"""Share of step time spent waiting for the next batch from which the input pipeline is worth a note (issue 5)."""
+DATA_WAIT_WARNING = 0.30
+"""... and from which it is the bottleneck (issue 5)."""
+DATA_WAIT_CRITICAL = 0.70
+"""The loop waits more than twice as long as it computes (gputop)."""
+DATA_WAIT_NONE = 0.02
+"""Below this the loop does not wait for data in any way that matters (gputop)."""
+GPU_FED_FROM_PERCENT = 80.0
+"""A GPU busy this share of the time is fed well enough, whatever the loop waits (issue 5)."""
+WORKER_MARGIN = 1.25
+"""Headroom on a computed worker count: batches vary in cost, and a spare worker costs only memory (gputop;
+the DataLoader documentation leaves the number to experiment)."""
+WORKER_BUSY_SHARE = 0.5
+"""Workers on a CPU, or runnable, in half their readings are CPU-bound; fewer are waiting on I/O (gputop)."""
+WORKER_DISK_SHARE = 0.5
+"""Workers in disk sleep half the time are waiting on the storage itself, which more workers cannot speed up."""
+LOAD_CPU_SHARE = 0.5
+"""With ``num_workers=0``: loading that keeps the main thread on the CPU half the time or more is CPU-bound."""
+IO_WORKERS_PER_CORE = 8
+"""Sleeping workers may outnumber the cores, but each still costs the main process a queue and a batch to
+unpickle: at most this many per usable core (gputop; benchmarks/advice_quality.py)."""
+WORKER_MEMORY_SHARE = 0.5
+"""New workers may take at most half the host memory that is still available (gputop)."""
+HOST_CPU_SATURATED_PERCENT = 90.0
+"""The host's CPUs are this busy: workers beyond the cores only take turns (gputop)."""
+WORKER_IDLE_SHARE = 0.10
+"""Workers runnable in fewer than 10 % of their readings are mostly idle (gputop)."""
+WORKER_MEMORY_LARGE_BYTES = 1 * GIB
+"""Idle workers holding this much memory of their own (USS) between them are worth cutting (gputop)."""
+PCIE_RX_SIGNIFICANT_BYTES_PER_S = 1 * GIB
+"""Host-to-device traffic from which pageable copies cost real time: they are staged through a pinned buffer by
+the driver, at about half the pinned bandwidth ("How to Optimize Data Transfers in CUDA C/C++", NVIDIA)."""
+STARTUP_SHARE_INFO = 0.05
+"""Share of the time lost to starting workers at each epoch from which ``persistent_workers`` is worth it."""
+STARTUP_SHARE_WARNING = 0.15
+
+# -- GPU memory and use -------------------------------------------------------------------------------------------
+
+BATCH_MEMORY_BELOW = 0.5
+"""GPU memory used below which a larger batch fits (issue 5)."""
+BATCH_GPU_BUSY_BELOW = 70.0
+"""GPU busy below which the GPU has room for more work per step (issue 5)."""
+BATCH_SM_ACTIVITY_BELOW = 50.0
+"""The same, from SM activity where the GPU reports it (issue 5)."""
+BATCH_GPU_BUSY_WARNING = 40.0
+BATCH_MEMORY_MARGIN = 0.10
+"""A suggested batch fits with 10 % of the GPU's memory to spare (issue 5)."""
+BATCH_MULTIPLE = 8
+"""Suggested batches are multiples of 8, the shapes tensor cores run best (NVIDIA Deep Learning Performance
+Guide, "Tensor Core Requirements")."""
+BATCH_MIN_GROWTH = 1.25
+"""A computed batch less than 25 % larger than the current one is not worth the change (gputop)."""
+GPU_ACTIVE_FROM_PERCENT = 1.0
+"""A GPU busy at least this much runs the job's steps; an idle one is ``gpu-idle``'s business."""
+MEMORY_FULL = 0.90
+"""Peak reserved (or NVML's used) memory over total from which the GPU is nearly full (issue 5)."""
+MEMORY_TARGET = 0.80
+"""A smaller batch suggested for a full GPU aims at this share, leaving room for the allocator's cache (gputop)."""
+FRAGMENTED_SHARE = 0.30
+"""Reserved but unallocated memory, as a share of reserved, that counts as fragmentation (issue 5)."""
+CACHE_EMPTIED_SHARE = 0.05
+"""Reserved within 5 % of allocated at step boundaries: the cache is being emptied (gputop)."""
+WARMUP_STEPS = 20
+"""Steps after which a job's memory should be flat: the first steps allocate optimizer state and workspaces."""
+HOST_WARMUP_S = 300
+"""Without the probe a job's steps are unseen: its memory is judged once it is 5 minutes old, past the imports,
+data loading and model building that make memory grow at the start of every job (gputop)."""
+LEAK_MIN_RISE_CUDA_BYTES = 16 * MIB
+"""Least rise of allocated memory over a window to call it a leak: below that, it is a cache warming up."""
+LEAK_MIN_RISE_HOST_BYTES = 32 * MIB
+"""The same for the training process's RSS, which Python's and libc's allocators make noisier."""
+FULL_WITHIN_S = {"critical": 10 * 60, "warning": 60 * 60, "info": 6 * 60 * 60}
+"""A leak that would fill the remaining memory within 10 min is critical, 1 h a warning, 6 h worth a note."""
+WORKER_GROWTH_MIN_BYTES = 64 * MIB
+"""Least rise of the workers' summed USS over a window to report it (gputop)."""
+
+# -- the training loop --------------------------------------------------------------------------------------------
+
+MAIN_THREAD_BUSY = 0.90
+"""The main thread on a CPU 90 % of the time or more is the limit itself (issue 5)."""
+CPU_LOOP_GPU_BUSY_BELOW = 50.0
+"""GPU busy below which a busy main thread is starving the GPU (gputop)."""
+
+# -- the GPU itself -----------------------------------------------------------------------------------------------
+
+HARDWARE_SLOWDOWN = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+"""Clock-event reasons that mean the hardware protects itself: overheating or a power brake (NVML,
+nvmlClocksEventReasons)."""
+THERMAL_SLOWDOWN = ("sw_thermal_slowdown",)
+POWER_CAP = "sw_power_cap"
+POWER_CAP_CLOCK_SHARE = 0.75
+"""At the power cap a busy GPU trims its clocks, which is normal; below 75 % of the maximum SM clock it costs
+real speed (gputop)."""
+THROTTLE_SHARE = 0.5
+"""A reason active in half the samples of a window is throttling, not a blip (gputop)."""

@@ -1,0 +1,346 @@
+"""What the advisor keeps of each snapshot for one training process, and statistics over a window of them.
+
+Rules never read a single snapshot's value as the truth: they take medians, shares and fitted trends over the
+last ``window_s`` seconds, so one odd tick neither raises nor clears a finding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gputop.model import Gpu, GpuProcess, HostInfo, LoaderView, Snapshot, TrainingView
+
+DEFAULT_WINDOW_S = 20.0
+IDLE_WINDOWS = 3
+"""``gpu-idle`` waits this many windows (60 s by default): checkpoints and evaluations pause a GPU for a while."""
+MIN_SAMPLES = 3
+"""Fewer samples than this are no window at all."""
+STEADY_R2 = 0.9
+"""A linear fit explaining 90 % of the variance is a steady trend, not noise (gputop)."""
+CURRENT_BATCHES = 3
+CURRENT_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisorConfig:
+    """How long the advisor looks before it speaks.
+
+    ``window_s`` is both the span the rules' statistics cover and how long a condition must hold before its
+    finding is raised (and stop holding before it is cleared). ``idle_s`` is how long a GPU must sit idle for
+    ``gpu-idle``; it defaults to three windows. Tests use windows of a few seconds.
+    """
+
+    window_s: float = DEFAULT_WINDOW_S
+    idle_s: float | None = None
+
+    @property
+    def gpu_idle_s(self) -> float:
+        return self.idle_s if self.idle_s is not None else IDLE_WINDOWS * self.window_s
+
+    @property
+    def history_s(self) -> float:
+        """How much history the advisor keeps per process: enough for the longest rule."""
+        return max(self.window_s, self.gpu_idle_s) * 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class JobSample:
+    """One training process at one snapshot, with the GPU and host facts the rules need beside its view.
+
+    ``gpus`` are the GPUs the process holds memory on and ``gpu_rows`` its rows in NVML's process list;
+    ``worker_gpu_rows`` are rows of its DataLoader workers (which should hold no CUDA context at all).
+    ``local_ranks`` counts the training processes of its job on this host that share the CPUs. ``loader`` is
+    the DataLoader the loop iterates now (``current_loader``).
+    """
+
+    time: float
+    view: TrainingView
+    host: HostInfo
+    gpus: tuple[Gpu, ...] = ()
+    gpu_rows: tuple[GpuProcess, ...] = ()
+    worker_gpu_rows: tuple[GpuProcess, ...] = ()
+    rss_bytes: int | None = None
+    age_s: float | None = None
+    local_ranks: int = 1
+    loader: LoaderView | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.view.pid
+
+    @property
+    def num_workers(self) -> int | None:
+        """Workers of the active DataLoader as it runs (the probe), else the workers seen from outside."""
+        loader = self.loader
+        if loader is not None:
+            for config in (loader.effective, loader.requested):
+                if config.num_workers is not None:
+                    return config.num_workers
+        return len(self.view.workers) if self.view.workers else None
+
+    @property
+    def batch_size(self) -> int | None:
+        loader = self.loader
+        if loader is None:
+            return None
+        return loader.effective.batch_size if loader.effective.batch_size is not None else loader.requested.batch_size
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(self.gpu_rows)
+
+    @property
+    def gpu_busy_percent(self) -> float | None:
+        """NVML's GPU busy (any kernel running) of the GPUs the process uses, averaged; None where unknown."""
+        return _mean([g.utilization_gpu_percent for g in self.gpus])
+
+    @property
+    def sm_activity_percent(self) -> float | None:
+        return _mean([g.sm_activity_percent for g in self.gpus])
+
+    @property
+    def gpu_memory_fraction(self) -> float | None:
+        """The fullest of its GPUs: used over total memory, every process on it counted."""
+        fractions = [g.memory_used_fraction for g in self.gpus if g.memory_used_fraction is not None]
+        return max(fractions) if fractions else None
+
+    @property
+    def gpu_memory_bytes(self) -> int | None:
+        """What NVML says the process holds over all its GPUs."""
+        held = [r.gpu_memory_bytes for r in self.gpu_rows if r.gpu_memory_bytes is not None]
+        return sum(held) if held else None
+
+
+def current_loader(view: TrainingView) -> LoaderView | None:
+    """The DataLoader the loop iterates now, from the probe.
+
+    None when the loop has not asked it for a batch for a while (``CURRENT_BATCHES`` batch intervals, at least
+    ``CURRENT_S``): between phases, or while the job ends, its statistics describe a loop that has moved on.
+    """
+    loader = view.loader if view.probe.ok else None
+    if loader is None or loader.waiting_now_s is not None:
+        return loader
+    if loader.last_batch_age_s is None or not loader.steps_per_s:
+        return None
+    current_s = max(CURRENT_S, CURRENT_BATCHES / loader.steps_per_s)
+    return loader if loader.last_batch_age_s <= current_s else None
+
+
+def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSample:
+    """The advisor's sample of one training process in a snapshot."""
+    rows = tuple(p for p in snap.processes if p.pid == view.pid)
+    indexes = {r.gpu_index for r in rows}
+    workers = {w.pid for w in view.workers}
+    host = snap.host_process(view.pid)
+    start = host.start_time if host is not None else None
+    return JobSample(
+        time=snap.time,
+        view=view,
+        host=snap.host,
+        gpus=tuple(g for g in snap.gpus if g.index in indexes),
+        gpu_rows=rows,
+        worker_gpu_rows=tuple(p for p in snap.processes if p.pid in workers),
+        rss_bytes=host.rss_bytes if host is not None else None,
+        age_s=None if start is None else max(0.0, snap.time - start),
+        local_ranks=max(1, local_ranks),
+        loader=current_loader(view),
+    )
+
+
+Read = Callable[[JobSample], "float | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobWindow:
+    """Samples of one training process, oldest first."""
+
+    samples: tuple[JobSample, ...]
+
+    @property
+    def latest(self) -> JobSample:
+        return self.samples[-1]
+
+    @property
+    def span_s(self) -> float:
+        return self.samples[-1].time - self.samples[0].time if self.samples else 0.0
+
+    def last(self, seconds: float) -> JobWindow:
+        """The samples of the last ``seconds``."""
+        if not self.samples:
+            return self
+        since = self.latest.time - seconds
+        return JobWindow(tuple(s for s in self.samples if s.time >= since))
+
+    def covers(self, seconds: float) -> bool:
+        """Whether there are enough samples, spread over most of ``seconds``, to judge a window."""
+        return len(self.samples) >= MIN_SAMPLES and self.span_s >= 0.6 * seconds
+
+    def values(self, read: Read) -> list[float]:
+        return [v for v in (read(s) for s in self.samples) if v is not None]
+
+    def points(self, read: Read) -> list[tuple[float, float]]:
+        """``(time, value)`` of every sample where the value is known."""
+        return [(s.time, v) for s, v in ((s, read(s)) for s in self.samples) if v is not None]
+
+    def median(self, read: Read) -> float | None:
+        values = self.values(read)
+        return statistics.median(values) if values else None
+
+    def share(self, test: Callable[[JobSample], bool | None]) -> float | None:
+        """The share of samples for which ``test`` is true, among those where it is known."""
+        known = [t for t in (test(s) for s in self.samples) if t is not None]
+        return sum(known) / len(known) if known else None
+
+    def loader_median(self, name: str) -> float | None:
+        """The median of a number the probe reports for the active DataLoader (``data_wait_share``, ...)."""
+        return self.median(lambda s: getattr(s.loader, name) if s.loader is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerActivity:
+    """What a window says the DataLoader workers do.
+
+    ``busy_share`` is the share of (sample, worker) readings in which a worker was on a CPU or waiting for one
+    (state R, or 50 % of a core or more): a CPU-bound worker stays runnable even when other processes leave it
+    little CPU, where its CPU % alone would make it look idle. ``disk_share`` is the share in disk sleep (D).
+    """
+
+    count: int
+    busy_share: float
+    disk_share: float
+    cpu_cores: float | None
+    uss_bytes_per_worker: float | None
+
+
+def worker_activity(window: JobWindow) -> WorkerActivity | None:
+    """The workers' activity over a window; None when no sample saw a worker."""
+    busy = disk = readings = 0
+    for sample in window.samples:
+        for worker in sample.view.workers:
+            if worker.status is None:
+                continue
+            readings += 1
+            busy += worker.status == "running" or (worker.cpu_percent or 0.0) >= 50.0
+            disk += worker.status == "disk-sleep"
+    if not readings:
+        return None
+    cpu = window.median(lambda s: s.view.workers_cpu_percent)
+    uss = window.median(
+        lambda s: _mean([w.uss_bytes for w in s.view.workers if w.uss_bytes is not None]) if s.view.workers else None
+    )
+    return WorkerActivity(
+        count=len(window.latest.view.workers),
+        busy_share=busy / readings,
+        disk_share=disk / readings,
+        cpu_cores=None if cpu is None else cpu / 100,
+        uss_bytes_per_worker=uss,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PassStarts:
+    """The passes (epochs) a window saw start, from the probe.
+
+    ``lost_share`` is the share of the window spent from a pass's start (its iterator created, its workers
+    started) to its first batch, beyond what a pass whose workers were already running would spend: such a pass
+    waits for its first batch about as long as the loop waits for any other batch (``batch_wait_s``).
+    """
+
+    passes: int
+    pass_start_s: float
+    batch_wait_s: float
+    lost_share: float
+
+
+def pass_starts(window: JobWindow) -> PassStarts | None:
+    """The window's pass starts, or None without the probe's timing or a pass started within it."""
+    latest = window.latest.loader
+    if latest is None or latest.pass_start_s is None:
+        return None
+    # From the first sample of this loader: before it, the job may not have built it yet.
+    since, first = next(
+        (s.time, s.loader) for s in window.samples if s.loader and s.loader.loader_id == latest.loader_id
+    )
+    passes = latest.passes - first.passes
+    span = window.latest.time - since
+    if passes < 1 or span <= 0:
+        return None
+    starting = min(span, passes * latest.pass_start_s)
+    waited = (window.loader_median("data_wait_share") or 0.0) * span
+    batch_wait = max(0.0, waited - starting) / max(1, latest.batches - first.batches - passes)
+    lost = passes * max(0.0, latest.pass_start_s - batch_wait)
+    return PassStarts(passes, latest.pass_start_s, batch_wait, min(1.0, lost / span))
+
+
+def main_thread_busy(window: JobWindow) -> float | None:
+    """The share of the time the main thread was on a CPU or waiting for one.
+
+    Its measured CPU share, or, where other processes keep it off the CPUs, the share of samples it was runnable
+    (state R), whichever is larger: CPU time alone would make a thread starved of CPU look idle.
+    """
+    busy = window.median(lambda s: s.view.main_thread.busy_share)
+    runnable = window.share(
+        lambda s: None if s.view.main_thread.status is None else s.view.main_thread.status == "running"
+    )
+    known = [v for v in (busy, runnable) if v is not None]
+    return max(known) if known else None
+
+
+def linear_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares slope (per second) and r² of ``(time, value)`` points; None for fewer than three or no spread.
+
+    A flat series has an r² of 0: it rises not at all, so never steadily.
+    """
+    if len(points) < MIN_SAMPLES:
+        return None
+    n = len(points)
+    mean_t = sum(t for t, _ in points) / n
+    mean_v = sum(v for _, v in points) / n
+    var_t = sum((t - mean_t) ** 2 for t, _ in points)
+    var_v = sum((v - mean_v) ** 2 for _, v in points)
+    if var_t <= 0:
+        return None
+    cov = sum((t - mean_t) * (v - mean_v) for t, v in points)
+    slope = cov / var_t
+    r2 = 0.0 if var_v <= 0 else cov * cov / (var_t * var_v)
+    return slope, r2
+
+
+@dataclass(frozen=True, slots=True)
+class Rise:
+    """A series that rises: by ``rise`` over the window, ``slope`` per second, with the fit's ``r2``."""
+
+    rise: float
+    slope: float
+    r2: float
+
+
+def steady_rise(points: Sequence[tuple[float, float]]) -> Rise | None:
+    """How a series rises when it rises steadily: a good linear fit (``STEADY_R2``), and each half of the window
+    carrying at least a quarter of the rise, which a single jump (an import, a cache filled once) does not."""
+    fit = linear_fit(points)
+    if fit is None:
+        return None
+    slope, r2 = fit
+    rise = points[-1][1] - points[0][1]
+    if slope <= 0 or rise <= 0 or r2 < STEADY_R2:
+        return None
+    middle = (points[0][0] + points[-1][0]) / 2
+    first = [v for t, v in points if t <= middle]
+    second = [v for t, v in points if t >= middle]
+    if min(first[-1] - first[0], second[-1] - second[0]) < rise / 4:
+        return None
+    return Rise(rise, slope, r2)
+
+
+def counter_increase(values: Sequence[float]) -> float:
+    """How much a counter grew across a series, ignoring drops (a restarted process starts again from zero)."""
+    return sum(max(0.0, b - a) for a, b in itertools.pairwise(values))
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None

@@ -1,0 +1,103 @@
+"""GPU memory as PyTorch sees it, in the training panel: allocated, reserved by the caching allocator, and what
+NVML says the process holds (reserved plus the CUDA context), with peaks, allocation retries and OOMs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.style import Style
+from rich.text import Text
+
+from gputop.model import CudaMemory, ProbeReport, TrainingView
+from gputop.output import fmt_bytes
+from gputop.ui.bars import TRACK
+from gputop.ui.gpu_text import Palette
+from gputop.ui.text_parts import flow, label, na
+
+ALLOCATED = "█"
+RESERVED = "▓"
+NVML_HELD = "▒"
+"""The stacked bar's layers; shades, not only colours, tell them apart (NO_COLOR, screenshots)."""
+
+
+def compact_cuda(view: TrainingView, p: Palette) -> Text | None:
+    """``cuda:0 38.2GiB/44.0GiB`` (allocated / reserved) per device, for the summary line; None without a report."""
+    if not view.probe.ok or not view.probe.cuda:
+        return None
+    line = Text()
+    for device in view.probe.cuda:
+        line.append(f"cuda:{device.device} ", style=p.label)
+        line.append(f"{fmt_bytes(device.allocated_bytes)}/{fmt_bytes(device.reserved_bytes)}")
+        if device.num_ooms:
+            line.append(f" {device.num_ooms} OOM", style=p.crit)
+        line.append("  ")
+    line.rstrip()
+    return line
+
+
+def stacked_bar(device: CudaMemory, total: int | None, cells: int, p: Palette) -> Text:
+    """Allocated, then reserved beyond it, then NVML's figure beyond that, on a track of the GPU's memory."""
+    if not total or cells <= 0:
+        return Text(TRACK * max(0, cells), style=p.track)
+    layers = [(device.allocated_bytes, ALLOCATED, p.fill), (device.reserved_bytes, RESERVED, p.spark)]
+    layers.append((device.nvml_process_bytes, NVML_HELD, p.label))
+    bar = Text()
+    drawn = 0
+    for value, char, style in layers:
+        if value is None:
+            continue
+        upto = max(drawn, min(cells, round(value / total * cells)))
+        bar.append(char * (upto - drawn), style=style)
+        drawn = upto
+    bar.append(TRACK * (cells - drawn), style=p.track)
+    return bar
+
+
+def _legend(char: str, style: Style) -> Text:
+    """The bar's glyph for a layer, before its amount, in that layer's colour."""
+    return Text().append(f"{char} ", style=style)
+
+
+def _amount(name: str, value: int | None, p: Palette, reason: str = "not reported") -> Text:
+    return Text(f"{name} " if name else "") + (na(reason, p) if value is None else Text(fmt_bytes(value)))
+
+
+def _count(name: str, value: int | None, p: Palette, bad: bool) -> Text:
+    if value is None:
+        return Text(f"{name} ") + na("not reported", p)
+    return Text(f"{name} {value}", style=p.crit if bad and value else "")
+
+
+def cuda_lines(probe: ProbeReport, gpu_totals: Mapping[int, int], bar: int, width: int, p: Palette) -> list[Text]:
+    """Per CUDA device of the job: the stacked bar on the GPU's memory with the allocator's retries and OOMs, the
+    amounts the bar's layers stand for, and the peaks; or why there is nothing (``CUDA not initialised...``)."""
+    if not probe.cuda:
+        reason = probe.cuda_reason or "no CUDA device used by this process"
+        return [label("CUDA", p).append(f"none: {reason}", style=p.dim)]
+    lines = []
+    for device in probe.cuda:
+        total = gpu_totals.get(device.gpu_index) if device.gpu_index is not None else None
+        gpu = f"GPU {device.gpu_index}" if device.gpu_index is not None else "GPU N/A (UUID not matched)"
+        state = [
+            stacked_bar(device, total, bar, p),
+            Text(f"of {fmt_bytes(total)} on {gpu}", style=p.dim),
+            _count("alloc retries", device.num_alloc_retries, p, bad=True),
+            _count("OOMs", device.num_ooms, p, bad=True),
+        ]
+        amounts = [
+            _legend(ALLOCATED, p.fill) + _amount("allocated", device.allocated_bytes, p),
+            _legend(RESERVED, p.spark) + _amount("reserved", device.reserved_bytes, p),
+            _legend(NVML_HELD, p.label) + _amount("NVML", device.nvml_process_bytes, p, "no NVML process row"),
+        ]
+        peaks = [
+            _amount("peak allocated", device.allocated_peak_bytes, p),
+            _amount("peak reserved", device.reserved_peak_bytes, p),
+        ]
+        lines += flow(label(f"CUDA {device.device}", p), state, width)
+        lines += flow(label("", p), amounts, width)
+        lines += flow(label("", p), peaks, width)
+    pinned = probe.pinned_host
+    if pinned is not None:
+        parts = [_amount("", pinned.allocated_bytes, p), _amount("peak", pinned.allocated_peak_bytes, p)]
+        lines += flow(label("PINNED HOST", p), parts, width)
+    return lines

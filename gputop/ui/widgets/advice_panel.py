@@ -1,0 +1,104 @@
+"""The advisor's findings: one line each on the dashboard, in full on the training screen; absent when there are
+none, so a healthy job shows no empty box."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gputop.model import Advice
+from gputop.ui.advice_text import brief_lines, full_lines
+from gputop.ui.gpu_text import Palette
+from gputop.ui.widgets.drawing import TextLines
+
+SIDES = 4
+"""Cells around the text: border and padding on each side (the brief form pads under its top rule)."""
+
+
+@dataclass(frozen=True)
+class AdviceShown:
+    """What the panel draws: the findings, in full or one line each (at most ``limit`` lines)."""
+
+    advice: tuple[Advice, ...]
+    full: bool = False
+    show_pid: bool = False
+    limit: int | None = None
+
+
+def advice_title(advice: Sequence[Advice], full: bool) -> str:
+    count = f"{len(advice)} finding" + ("s" if len(advice) != 1 else "")
+    return f" Advice · {count} " if full else f" Advice · {count} · l: in full "
+
+
+class AdvicePanel(TextLines, Widget):
+    """Hidden while there is nothing to advise."""
+
+    DEFAULT_CSS = """
+    AdvicePanel {
+        height: auto;
+        padding: 0 1;
+        border: round $warning 60%;
+        border-title-color: $text;
+        border-title-style: bold;
+        display: none;
+    }
+    AdvicePanel.-brief { border: none; border-top: solid $warning 60%; padding: 0 2; }
+    AdvicePanel.-shown { display: block; }
+    AdvicePanel > .advice-panel--label { color: $text-muted; }
+    AdvicePanel > .advice-panel--info { color: $text-primary; }
+    AdvicePanel > .advice-panel--warn { color: $text-warning; }
+    AdvicePanel > .advice-panel--crit { color: $text-error; }
+    AdvicePanel > .advice-panel--dim { color: $text-disabled; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        f"advice-panel--{part}" for part in ("label", "info", "warn", "crit", "dim")
+    }
+
+    shown: reactive[AdviceShown] = reactive(lambda: AdviceShown(()))
+
+    def watch_shown(self, old: AdviceShown, new: AdviceShown) -> None:
+        self.set_class(bool(new.advice), "-shown")
+        self.set_class(not new.full, "-brief")
+        text = advice_title(new.advice, new.full)
+        if new.advice and self.border_title != text:
+            self.border_title = text
+        before = len(self._drawn[1])
+        if len(self.drawn_lines()) != before or old.full != new.full:
+            self.refresh(layout=True)
+
+    def line_count(self, outer_width: int) -> int:
+        """How many lines the panel takes at ``outer_width`` cells wide, its border included (0 when hidden)."""
+        if not self.shown.advice:
+            return 0
+        return (2 if self.shown.full else 1) + len(self._lines(max(0, outer_width - SIDES)))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.drawn_lines())
+
+    def text_key(self) -> object:
+        return self.shown
+
+    def text_lines(self, width: int) -> list[Text]:
+        return self._lines(width)
+
+    def _lines(self, width: int) -> list[Text]:
+        shown = self.shown
+        if width <= 0 or not shown.advice:
+            return []
+        style = self.component_style
+        palette = Palette(
+            label=style("advice-panel--label"),
+            spark=style("advice-panel--info"),
+            warn=style("advice-panel--warn"),
+            crit=style("advice-panel--crit"),
+            dim=style("advice-panel--dim"),
+        )
+        if shown.full:
+            return full_lines(shown.advice, width, palette)
+        return brief_lines(shown.advice, width, palette, shown.show_pid, shown.limit)

@@ -1,0 +1,133 @@
+"""The training panel: one training process's input pipeline, as a two-line summary or in full."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gputop.model import TrainingView
+from gputop.ui.gpu_text import Palette
+from gputop.ui.history import ProcessHistory
+from gputop.ui.training_text import (
+    TrainingSparks,
+    column_width,
+    panel_lines,
+    spark_width,
+    summary_lines,
+    title,
+)
+from gputop.ui.widgets.drawing import TextLines
+from gputop.ui.worker_text import WORKER_ROWS_INLINE
+
+SIDES = 4
+"""Cells the panel takes around its text: a border and a padding cell on each side (the summary keeps the same
+padding under its top rule, so the two forms line up)."""
+
+
+@dataclass(frozen=True)
+class TrainingShown:
+    """What the panel draws; equal values draw the same. ``now`` moves the sparklines on."""
+
+    view: TrainingView
+    now: float
+    gpu_totals: tuple[tuple[int, int], ...] = ()
+    detailed: bool = False
+    worker_rows: int = WORKER_ROWS_INLINE
+
+
+class TrainingPanel(TextLines, Widget):
+    """Shows ``TrainingShown``; the summary is a top rule and two lines, the full panel a bordered box."""
+
+    DEFAULT_CSS = """
+    TrainingPanel {
+        height: auto;
+        padding: 0 1;
+        border: round $foreground 30%;
+        border-title-color: $text;
+        border-title-style: bold;
+    }
+    TrainingPanel.-summary { border: none; border-top: solid $foreground 30%; padding: 0 2; }
+    TrainingPanel > .training-panel--label { color: $text-muted; }
+    TrainingPanel > .training-panel--fill { color: $success; }
+    TrainingPanel > .training-panel--warn { color: $warning; }
+    TrainingPanel > .training-panel--crit { color: $error; text-style: bold; }
+    TrainingPanel > .training-panel--track { color: $foreground 25%; }
+    TrainingPanel > .training-panel--dim { color: $text-disabled; }
+    TrainingPanel > .training-panel--spark { color: $accent; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        f"training-panel--{part}" for part in ("label", "fill", "warn", "crit", "track", "dim", "spark")
+    }
+
+    shown: reactive[TrainingShown | None] = reactive(None)
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.history: ProcessHistory | None = None
+
+    def show(self, shown: TrainingShown | None, history: ProcessHistory | None) -> None:
+        """Draw ``shown`` with the sparklines of ``history``; None hides the panel."""
+        self.history = history
+        self.shown = shown
+
+    def watch_shown(self, old: TrainingShown | None, new: TrainingShown | None) -> None:
+        if self.display != (new is not None):  # setting a style, even to its value, costs a layout
+            self.display = new is not None
+        if new is None:
+            return
+        self.set_class(not new.detailed, "-summary")
+        text = title(new.view)
+        if self.border_title != text:  # each assignment repaints, even of the same text
+            self.border_title = text
+        before = len(self._drawn[1])
+        if old is None or old.detailed != new.detailed or len(self.drawn_lines()) != before:
+            self.refresh(layout=True)
+
+    def line_count(self, outer_width: int) -> int:
+        """How many lines the panel takes at ``outer_width`` cells wide, its border included."""
+        shown = self.shown
+        if shown is None:
+            return 0
+        if not shown.detailed:
+            return 3
+        return 2 + len(self._lines(shown, max(0, outer_width - SIDES)))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.drawn_lines())
+
+    def text_key(self) -> object:
+        return self.shown
+
+    def text_lines(self, width: int) -> list[Text]:
+        return self._lines(self.shown, width) if self.shown is not None else []
+
+    def _palette(self) -> Palette:
+        style = self.component_style
+        parts = ("label", "fill", "warn", "crit", "track", "dim", "spark")
+        return Palette(**{part: style(f"training-panel--{part}") for part in parts})
+
+    def _lines(self, shown: TrainingShown, width: int) -> list[Text]:
+        if width <= 0:
+            return []
+        cells = spark_width(column_width(width) if shown.detailed else width, shown.detailed)
+        sparks = TrainingSparks()
+        history = self.history
+        if history is not None and cells:
+            now = shown.now
+            steps_top = max(history.steps_per_s.peak() or 0.0, 1e-9)
+            samples_top = max(history.samples_per_s.peak() or 0.0, 1e-9)
+            sparks = TrainingSparks(
+                wait=history.data_wait_percent.sparkline(cells, now),
+                steps=history.steps_per_s.sparkline(cells, now, steps_top),
+                samples=history.samples_per_s.sparkline(cells, now, samples_top),
+            )
+        palette = self._palette()
+        if not shown.detailed:
+            return summary_lines(shown.view, sparks, width, palette)
+        totals = dict(shown.gpu_totals)
+        return panel_lines(shown.view, sparks, totals, width, palette, shown.worker_rows)

@@ -1,0 +1,223 @@
+"""Plain model values for the advisor's tests: a training process, its GPU, and windows of samples over time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gputop.advisor.window import JobSample, JobWindow, current_loader
+from gputop.model import (
+    DRIVER_OK,
+    PIN_OFF,
+    PROBE_NONE,
+    PROBE_OK,
+    CudaMemory,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    HostProcess,
+    LoaderConfig,
+    LoaderView,
+    MainThread,
+    PinMemoryStatus,
+    ProbeReport,
+    Snapshot,
+    TrainingView,
+    Worker,
+)
+
+GIB = 1024**3
+MIB = 1024**2
+PID = 4242
+
+
+def host(cpu_percent: float = 50.0, cores: int = 8, available_gib: float = 48) -> HostInfo:
+    return HostInfo(
+        hostname="trainer-01",
+        cpu_percent=cpu_percent,
+        cpu_percent_per_core=(),
+        cpu_count=cores,
+        usable_cpu_count=cores,
+        load_average=None,
+        memory_total_bytes=64 * GIB,
+        memory_used_bytes=int((64 - available_gib) * GIB),
+        memory_available_bytes=int(available_gib * GIB),
+        swap_total_bytes=0,
+        swap_used_bytes=0,
+    )
+
+
+def loader(
+    wait: float = 0.0,
+    steps: float = 10.0,
+    workers: int = 2,
+    batch: int = 32,
+    pin: bool = False,
+    requested_pin: bool | None = None,
+    persistent: bool = True,
+    batches: int = 1000,
+    pass_start_s: float | None = None,
+    waiting_now_s: float | None = None,
+    passes: int = 1,
+    pass_start_wait_share: float | None = None,
+) -> LoaderView:
+    effective = LoaderConfig(batch_size=batch, num_workers=workers, pin_memory=pin, persistent_workers=persistent)
+    requested = LoaderConfig(
+        batch_size=batch,
+        num_workers=workers,
+        pin_memory=pin if requested_pin is None else requested_pin,
+        persistent_workers=persistent,
+    )
+    return LoaderView(
+        loader_id=1,
+        requested=requested,
+        effective=effective,
+        passes=passes,
+        batches=batches,
+        data_wait_share=wait,
+        steps_per_s=steps,
+        samples_per_s=steps * batch,
+        waiting_now_s=waiting_now_s,
+        last_batch_age_s=0.05,
+        pass_start_s=pass_start_s,
+        pass_start_wait_share=pass_start_wait_share,
+    )
+
+
+def workers(count: int, cpu: float = 2.0, status: str = "sleeping", uss_mib: float = 100, first: int = 5000):
+    return tuple(
+        Worker(pid=first + n, parent_pid=PID, status=status, cpu_percent=cpu, uss_bytes=int(uss_mib * MIB))
+        for n in range(count)
+    )
+
+
+def device(
+    allocated_gib: float = 4,
+    reserved_gib: float | None = None,
+    peak_gib: float | None = None,
+    reserved_peak_gib: float | None = None,
+    retries: int = 0,
+    ooms: int = 0,
+    frees: int = 0,
+    nvml_gib: float | None = None,
+) -> CudaMemory:
+    reserved = reserved_gib if reserved_gib is not None else allocated_gib
+    return CudaMemory(
+        device=0,
+        gpu_index=0,
+        allocated_bytes=int(allocated_gib * GIB),
+        reserved_bytes=int(reserved * GIB),
+        allocated_peak_bytes=int((peak_gib if peak_gib is not None else allocated_gib) * GIB),
+        reserved_peak_bytes=int((reserved_peak_gib if reserved_peak_gib is not None else reserved) * GIB),
+        num_alloc_retries=retries,
+        num_ooms=ooms,
+        num_device_free=frees,
+        nvml_process_bytes=None if nvml_gib is None else int(nvml_gib * GIB),
+    )
+
+
+def view(
+    load: LoaderView | None = None,
+    worker_list: tuple[Worker, ...] = (),
+    pin: str = PIN_OFF,
+    main_busy: float | None = 0.3,
+    main_status: str = "sleeping",
+    wait_channel: str | None = None,
+    cuda: tuple[CudaMemory, ...] = (),
+    workers_replaced: int = 0,
+    usable: int | None = None,
+    pid: int = PID,
+) -> TrainingView:
+    probe = ProbeReport(PROBE_OK, loaders=(load,) if load else (), cuda=cuda) if load or cuda else ProbeReport()
+    cpu = [w.cpu_percent for w in worker_list if w.cpu_percent is not None]
+    return TrainingView(
+        pid=pid,
+        workers=worker_list,
+        workers_cpu_percent=sum(cpu) if cpu else None,
+        usable_cpu_count=usable,
+        workers_replaced=workers_replaced,
+        pin_memory=PinMemoryStatus(pin, f"{len(worker_list)} workers and no pt_data_pin thread", "threads"),
+        main_thread=MainThread(
+            status=main_status,
+            wait_channel=wait_channel,
+            busy_share=main_busy,
+            activity=None if main_busy is None else "running" if main_busy > 0.75 else "waiting",
+        ),
+        probe=probe if load or cuda else ProbeReport(PROBE_NONE),
+    )
+
+
+def gpu(
+    busy: float | None = 90.0,
+    used_gib: float = 40,
+    sm: float | None = None,
+    reasons: tuple[str, ...] = (),
+    clock: int = 1755,
+    rx_bytes_per_s: int | None = None,
+) -> Gpu:
+    return Gpu(
+        index=0,
+        uuid="GPU-0",
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=80 * GIB,
+        memory_used_bytes=int(used_gib * GIB),
+        memory_free_bytes=int((80 - used_gib) * GIB),
+        utilization_gpu_percent=busy,
+        sm_activity_percent=sm,
+        temperature_c=61,
+        power_w=690.0,
+        power_limit_w=700.0,
+        clock_sm_mhz=clock,
+        clock_sm_max_mhz=1980,
+        pcie_rx_bytes_per_s=rx_bytes_per_s,
+        throttle_reasons=reasons,
+    )
+
+
+def row(pid: int = PID, gib: float = 20) -> GpuProcess:
+    return GpuProcess(pid=pid, gpu_index=0, kind="compute", gpu_memory_bytes=int(gib * GIB))
+
+
+def sample(
+    t: float,
+    training: TrainingView,
+    gpus: tuple[Gpu, ...] = (),
+    rows: tuple[GpuProcess, ...] | None = None,
+    worker_rows: tuple[GpuProcess, ...] = (),
+    machine: HostInfo | None = None,
+    rss: int | None = None,
+    age_s: float = 3600.0,
+    local_ranks: int = 1,
+) -> JobSample:
+    """A sample of ``training``; given GPUs, the process is on them with 20 GiB unless ``rows`` says otherwise."""
+    return JobSample(
+        time=t,
+        view=training,
+        host=machine or host(),
+        gpus=gpus,
+        gpu_rows=rows if rows is not None else (row(),) if gpus else (),
+        worker_gpu_rows=worker_rows,
+        rss_bytes=rss,
+        age_s=age_s,
+        local_ranks=local_ranks,
+        loader=current_loader(training),
+    )
+
+
+def window(make: Callable[[float], JobSample], seconds: float = 10.0, every_s: float = 0.5) -> JobWindow:
+    """Samples from ``make(t)`` every ``every_s`` for ``seconds``, t counting from 0."""
+    steps = int(seconds / every_s) + 1
+    return JobWindow(tuple(make(round(n * every_s, 6)) for n in range(steps)))
+
+
+def snapshot(t: float, training: TrainingView, gpus: tuple[Gpu, ...] = (), rows: tuple[GpuProcess, ...] = ()):
+    """A whole snapshot holding one training process, for the engine."""
+    return Snapshot(
+        time=t,
+        host=host(),
+        driver=DriverInfo(DRIVER_OK),
+        gpus=gpus,
+        processes=rows,
+        host_processes=(HostProcess(pid=training.pid, ppid=1, rss_bytes=GIB, start_time=t - 3600),),
+        training=(training,),
+    )

@@ -1,0 +1,136 @@
+"""The engine's hysteresis: a finding is raised after its condition held for a window, cleared after it stopped
+for one, and does not flicker in between; all of it timed by the snapshots alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from gputop.advisor import Advisor, AdvisorConfig
+from gputop.advisor.rules import Finding, Rule
+from gputop.model import INFO, WARNING, TrainingView
+from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
+
+WINDOW_S = 10.0
+EVERY_S = 0.5
+FINDING = Finding(INFO, "title", "detail", "action", "external", {"n": 1})
+
+
+def advisor_with(holds: Callable[[float], bool], pid: int | None = PID) -> Advisor:
+    """An advisor of ``pid`` with one rule, which holds at the snapshot times ``holds`` says."""
+    advisor = Advisor(pid, AdvisorConfig(window_s=WINDOW_S))
+    advisor.rules = (Rule("test-rule", lambda w, config: FINDING if holds(w.latest.time) else None),)
+    return advisor
+
+
+def feed(advisor: Advisor, start: float, end: float, training: TrainingView | None = None) -> dict[float, bool]:
+    """Snapshots every 0.5 s from ``start`` to ``end``; returns whether the rule was active after each."""
+    states = {}
+    t = start
+    while t <= end + 1e-9:
+        states[t] = bool(advisor.update(snapshot(t, training or view())))
+        t = round(t + EVERY_S, 6)
+    return states
+
+
+def first_change(states: dict[float, bool], to: bool) -> float | None:
+    return next((t for t, active in states.items() if active is to), None)
+
+
+def test_a_finding_is_raised_once_its_condition_has_held_for_a_window():
+    states = feed(advisor_with(lambda t: True), 0, 20)
+
+    assert first_change(states, True) == WINDOW_S
+
+
+def test_a_condition_that_starts_late_is_raised_a_window_after_it_starts():
+    states = feed(advisor_with(lambda t: t >= 30), 0, 60)
+
+    # The tick at 30 s speaks for the half second before it: the condition holds from 29.5 s.
+    raised = first_change(states, True)
+    assert 29.5 + 0.8 * WINDOW_S <= raised <= 29.5 + WINDOW_S
+
+
+def test_a_finding_clears_once_its_condition_has_stopped_for_most_of_a_window():
+    states = feed(advisor_with(lambda t: t < 30), 0, 60)
+
+    # The last tick that held, at 29.5 s, speaks for the half second before it: the condition stops at 29.5 s.
+    cleared = next(t for t, active in states.items() if t > 30 and not active)
+    assert 29.5 + 0.8 * WINDOW_S <= cleared <= 29.5 + WINDOW_S
+    assert all(states[t] for t in states if WINDOW_S <= t < cleared)
+
+
+def test_a_condition_holding_every_other_tick_neither_raises_nor_clears_a_finding():
+    flickering = feed(advisor_with(lambda t: int(t / EVERY_S) % 2 == 0), 0, 60)
+    assert not any(flickering.values())
+
+    advisor = advisor_with(lambda t: t < 20 or int(t / EVERY_S) % 2 == 0)
+    states = feed(advisor, 0, 80)
+    assert all(states[t] for t in states if t >= WINDOW_S), "raised once, a half-held condition keeps it"
+
+
+def test_one_odd_tick_in_a_window_does_not_hold_a_finding_off():
+    states = feed(advisor_with(lambda t: t != 5.0), 0, 20)
+
+    assert first_change(states, True) == WINDOW_S
+
+
+def test_the_finding_keeps_the_time_it_was_raised_and_shows_the_latest_measurements():
+    counter = iter(range(1000))
+    advisor = Advisor(PID, AdvisorConfig(window_s=WINDOW_S))
+    advisor.rules = (
+        Rule("test-rule", lambda w, config: Finding(WARNING, "t", "d", "a", "probe", {"n": next(counter)})),
+    )
+
+    feed(advisor, 0, 15)
+
+    (advice,) = advisor.active
+    assert (advice.id, advice.pid, advice.since, advice.severity) == ("test-rule", PID, WINDOW_S, WARNING)
+    assert advice.evidence["n"] == 30
+
+
+def test_time_comes_from_the_snapshots_so_a_replay_gives_the_same_findings():
+    def starving(t: float) -> TrainingView:
+        return view(loader(wait=0.6 if t >= 5 else 0.0, workers=2), workers(2))
+
+    snapshots = [snapshot(1_700_000_000 + n * 0.7, starving(n * 0.7), (gpu(busy=30),), (row(),)) for n in range(60)]
+    live, replay = Advisor(PID, AdvisorConfig(window_s=5)), Advisor(PID, AdvisorConfig(window_s=5))
+
+    seen_live = [live.update(s) for s in snapshots]
+    seen_replay = [replay.update(s) for s in snapshots]
+
+    assert seen_live == seen_replay
+    found = {a.id: a for a in seen_live[-1]}
+    assert sorted(found) == ["data-starved", "pin-memory-off"]
+    assert found["data-starved"].suggest == {"num_workers": 7}  # 2 / (1 - 0.6) × 1.25 = 6.25
+
+
+def test_a_process_that_ends_takes_its_findings_out_of_the_active_ones_but_not_out_of_the_report():
+    advisor = advisor_with(lambda t: True)
+    feed(advisor, 0, 15)
+
+    assert advisor.update(snapshot(16.0, view(pid=1))) == ()
+
+    ((advice, active),) = advisor.raised()
+    assert (advice.id, active) == ("test-rule", False)
+
+
+def test_with_a_pid_only_that_job_and_its_ranks_are_judged():
+    agent = TrainingView(pid=PID, ranks=(PID + 1, PID + 2))
+    ranks = [view(pid=PID + 1), view(pid=PID + 2)]
+    stranger = view(pid=999)
+    advisor = advisor_with(lambda t: True)
+
+    for n in range(25):
+        advisor.update(dataclasses.replace(snapshot(n * EVERY_S, agent), training=(agent, *ranks, stranger)))
+
+    assert sorted(a.pid for a in advisor.active) == [PID, PID + 1, PID + 2]
+
+
+def test_watching_every_process_the_findings_of_ended_processes_are_forgotten():
+    advisor = advisor_with(lambda t: True, pid=None)  # as the exporter watches a machine
+    feed(advisor, 0, 15)
+
+    advisor.update(snapshot(16.0, view(pid=1)))
+
+    assert advisor.raised() == ()

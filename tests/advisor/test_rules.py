@@ -1,0 +1,529 @@
+"""Each rule, with plain model values: the window in which it fires, with the number it computes, and one where it
+must stay silent."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gputop.advisor.rules import (
+    batch_too_small,
+    cpu_bound_loop,
+    cuda_in_worker,
+    data_starved,
+    empty_cache_in_loop,
+    fragmentation,
+    gpu_idle,
+    loader_in_main_process,
+    memory_leak,
+    memory_near_full,
+    persistent_workers_off,
+    pin_memory_off,
+    throttling,
+    too_many_workers,
+    worker_memory_growth,
+)
+from gputop.advisor.window import AdvisorConfig
+from gputop.model import CRITICAL, INFO, PIN_ON, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
+from tests.advisor.build import GIB, MIB, device, gpu, host, loader, row, sample, view, window, workers
+
+CONFIG = AdvisorConfig(window_s=10.0)
+
+
+# -- data-starved -------------------------------------------------------------------------------------------------
+
+
+def starved(wait=0.5, nw=2, status="sleeping", cpu=2.0, cores=8, busy=40.0):
+    training = view(loader(wait=wait, workers=nw), workers(nw, cpu=cpu, status=status), usable=cores)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy),), machine=host(cores=cores)))
+
+
+def test_data_starved_on_io_suggests_more_workers_than_cores():
+    # Two workers asleep in I/O, loop waiting half of each step: 2 × T / C = 4, with 25 % headroom 5.
+    finding = data_starved(starved(wait=0.5, nw=2, cores=2), CONFIG)
+
+    assert finding.severity == WARNING
+    assert finding.suggest == {"num_workers": 5}
+    assert finding.evidence["bottleneck"] == "io"
+    assert finding.source == SOURCE_BOTH
+
+
+def test_data_starved_on_cpu_caps_workers_at_the_cores_less_the_main_process():
+    finding = data_starved(starved(wait=0.5, nw=2, status="running", cpu=98.0, cores=4), CONFIG)
+
+    assert finding.suggest == {"num_workers": 3}
+    assert "capped at 3 by 4 usable cores" in finding.action
+
+
+def test_data_starved_with_saturated_cpu_workers_says_more_cannot_help():
+    finding = data_starved(starved(wait=0.5, nw=3, status="running", cpu=99.0, cores=4), CONFIG)
+
+    assert finding.suggest == {}
+    assert finding.evidence["bottleneck"] == "cpu"
+    assert "More workers cannot help" in finding.action
+    assert "cache the decoded data" in finding.action
+
+
+def test_data_starved_on_storage_names_the_storage():
+    finding = data_starved(starved(wait=0.5, nw=4, status="disk-sleep", cpu=5.0), CONFIG)
+
+    assert finding.suggest == {}
+    assert "faster or local storage" in finding.action
+
+
+def test_data_starved_is_only_a_note_between_10_and_30_percent():
+    assert data_starved(starved(wait=0.2), CONFIG).severity == INFO
+
+
+def test_data_starved_silent_when_the_wait_is_small():
+    assert data_starved(starved(wait=0.05), CONFIG) is None
+
+
+def test_data_starved_silent_when_the_gpu_is_busy_anyway():
+    assert data_starved(starved(wait=0.5, busy=85.0), CONFIG) is None
+
+
+def test_data_starved_leaves_the_waits_of_workers_starting_at_each_epoch_to_persistent_workers_off():
+    # Of the 45 % of the time the loop waits, 40 % is for the first batch of each epoch, as the probe measures.
+    restarting = loader(wait=0.45, persistent=False, pass_start_s=0.8, pass_start_wait_share=0.4)
+    training = view(restarting, workers(2))
+
+    assert data_starved(window(lambda t: sample(t, training)), CONFIG) is None
+    persisting = view(
+        dataclasses.replace(restarting, effective=dataclasses.replace(restarting.effective, persistent_workers=True)),
+        workers(2),
+    )
+    assert data_starved(window(lambda t: sample(t, persisting)), CONFIG) is not None
+
+
+def test_data_starved_silent_before_a_whole_window():
+    short = window(lambda t: starved().latest, seconds=3)
+
+    assert data_starved(short, CONFIG) is None
+
+
+# -- loader-in-main-process ---------------------------------------------------------------------------------------
+
+
+def in_main(wait=0.8, main_busy=1.0, cores=2):
+    training = view(loader(wait=wait, workers=0), main_busy=main_busy, usable=cores)
+    return window(lambda t: sample(t, training, machine=host(cores=cores)))
+
+
+def test_loader_in_main_process_loading_on_the_cpu_is_capped_at_the_free_cores():
+    # Loading takes 4× the compute: 5 workers with headroom, but 2 cores leave one for a worker.
+    finding = loader_in_main_process(in_main(wait=0.8, main_busy=1.0, cores=2), CONFIG)
+
+    assert finding.suggest == {"num_workers": 1}
+    assert finding.evidence["bottleneck"] == "cpu"
+    assert finding.severity == WARNING
+
+
+def test_loader_in_main_process_loading_asleep_is_not_capped():
+    # The main thread is on the CPU only while it computes (20 % of a step): loading sleeps.
+    finding = loader_in_main_process(in_main(wait=0.8, main_busy=0.2, cores=2), CONFIG)
+
+    assert finding.suggest == {"num_workers": 5}
+    assert finding.evidence["bottleneck"] == "io"
+
+
+def test_loader_in_main_process_silent_with_workers():
+    training = view(loader(wait=0.8, workers=2), workers(2))
+
+    assert loader_in_main_process(window(lambda t: sample(t, training)), CONFIG) is None
+
+
+def test_loader_in_main_process_silent_when_loading_is_quick():
+    assert loader_in_main_process(in_main(wait=0.05), CONFIG) is None
+
+
+# -- too-many-workers ---------------------------------------------------------------------------------------------
+
+
+def test_too_many_cpu_bound_workers_on_a_saturated_host():
+    training = view(loader(wait=0.0, workers=8), workers(8, cpu=45.0, status="running"), usable=4)
+
+    finding = too_many_workers(window(lambda t: sample(t, training, machine=host(cpu_percent=100, cores=4))), CONFIG)
+
+    assert finding.suggest == {"num_workers": 3}
+    assert finding.severity == WARNING
+
+
+def test_too_many_idle_workers_holding_memory():
+    training = view(loader(wait=0.0, workers=8), workers(8, cpu=1.0, uss_mib=200))
+
+    finding = too_many_workers(window(lambda t: sample(t, training)), CONFIG)
+
+    assert finding.suggest == {"num_workers": 4}
+    assert finding.evidence["workers_uss_bytes"] == 1600 * MIB
+
+
+def test_too_many_workers_silent_when_they_fit_the_cores():
+    training = view(loader(wait=0.0, workers=2), workers(2, cpu=90.0, status="running"), usable=4)
+
+    assert too_many_workers(window(lambda t: sample(t, training, machine=host(100, cores=4))), CONFIG) is None
+
+
+def test_too_many_workers_silent_when_idle_workers_are_small():
+    training = view(loader(wait=0.0, workers=8), workers(8, cpu=1.0, uss_mib=20))
+
+    assert too_many_workers(window(lambda t: sample(t, training)), CONFIG) is None
+
+
+# -- pin-memory-off -----------------------------------------------------------------------------------------------
+
+
+def test_pin_memory_off_in_a_cuda_job_waiting_for_data():
+    training = view(loader(wait=0.35, workers=4), workers(4))
+
+    finding = pin_memory_off(window(lambda t: sample(t, training, gpus=(gpu(busy=60),))), CONFIG)
+
+    assert finding.suggest == {"pin_memory": True}
+    assert "non_blocking=True" in finding.action
+    assert finding.severity == WARNING
+
+
+def test_pin_memory_off_with_heavy_host_to_device_traffic():
+    training = view(loader(wait=0.0, workers=4), workers(4))
+    busy_bus = gpu(busy=95, rx_bytes_per_s=4 * GIB)
+
+    finding = pin_memory_off(window(lambda t: sample(t, training, gpus=(busy_bus,))), CONFIG)
+
+    assert finding.evidence["pcie_rx_bytes_per_s"] == 4 * GIB
+
+
+@pytest.mark.parametrize(
+    "training",
+    [
+        view(loader(wait=0.35, workers=4, pin=True), workers(4), pin=PIN_ON),
+        # requested, but torch turned it off: a machine without an accelerator
+        view(loader(wait=0.35, workers=4, requested_pin=True), workers(4)),
+    ],
+)
+def test_pin_memory_off_silent_when_pinning_is_on_or_was_asked_for(training):
+    assert pin_memory_off(window(lambda t: sample(t, training, gpus=(gpu(busy=60),))), CONFIG) is None
+
+
+def test_pin_memory_off_silent_without_a_gpu():
+    training = view(loader(wait=0.35, workers=4), workers(4))
+
+    assert pin_memory_off(window(lambda t: sample(t, training)), CONFIG) is None
+
+
+# -- persistent-workers-off ---------------------------------------------------------------------------------------
+
+
+def restarting(persistent=False, pass_start_s=1.5, every_s=3.0):
+    def make(t):
+        epochs = int(t // every_s)
+        training = view(
+            loader(persistent=persistent, pass_start_s=pass_start_s, workers=4, passes=epochs + 1, batches=int(t * 10)),
+            workers(4),
+            workers_replaced=epochs,
+        )
+        return sample(t, training)
+
+    return window(make, seconds=12)
+
+
+def test_persistent_workers_off_when_restarts_take_a_share_of_the_time():
+    # 4 epochs in 12 s, each 1.5 s to its first batch, where the loop waits for no other batch: half the time.
+    finding = persistent_workers_off(restarting(), CONFIG)
+
+    assert finding.suggest == {"persistent_workers": True}
+    assert finding.severity == WARNING
+    assert finding.evidence["startup_share"] == 0.5
+
+
+def test_persistent_workers_off_silent_when_workers_start_quickly():
+    assert persistent_workers_off(restarting(pass_start_s=0.1), CONFIG) is None
+
+
+def test_persistent_workers_off_silent_when_workers_persist():
+    assert persistent_workers_off(restarting(persistent=True), CONFIG) is None
+
+
+# -- batch-too-small ----------------------------------------------------------------------------------------------
+
+
+def underfilled(cuda=(), busy=40.0, wait=0.01, used_gib=10):
+    training = view(loader(wait=wait, batch=32, workers=2), workers(2), cuda=cuda)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy, used_gib=used_gib),)))
+
+
+def test_batch_too_small_computes_the_batch_that_fits_from_the_probes_memory_model():
+    # 4 GiB at a step's start, 8 GiB peak for 32 samples: 128 MiB a sample. The allocator reserves 9/8 of what
+    # it allocates and the CUDA context takes 1 GiB: (80 × 0.9 - 1) / 1.125 - 4 = 59.1 GiB → 473 samples → 472.
+    probe = device(allocated_gib=4, reserved_gib=9, peak_gib=8, reserved_peak_gib=9, nvml_gib=10)
+
+    finding = batch_too_small(underfilled(cuda=(probe,)), CONFIG)
+
+    assert finding.suggest == {"batch_size": 472}
+    assert finding.evidence["per_sample_bytes"] == 128 * MIB
+    assert finding.evidence["suggested_peak_bytes"] <= 0.9 * 80 * GIB - GIB
+    assert finding.source == SOURCE_BOTH
+
+
+def test_batch_too_small_without_the_probe_gives_the_direction_and_how_to_get_a_number():
+    training = view(worker_list=workers(2))
+
+    finding = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40, used_gib=10),))), CONFIG)
+
+    assert finding.suggest == {}
+    assert "gputop run" in finding.action
+    assert finding.source == SOURCE_EXTERNAL
+
+
+def test_batch_too_small_silent_when_the_gpu_is_busy():
+    assert batch_too_small(underfilled(busy=95), CONFIG) is None
+
+
+def test_batch_too_small_silent_when_the_job_is_data_starved():
+    assert batch_too_small(underfilled(wait=0.4), CONFIG) is None
+
+
+def test_batch_too_small_silent_when_memory_is_half_used():
+    assert batch_too_small(underfilled(used_gib=50), CONFIG) is None
+
+
+# -- memory-near-full ---------------------------------------------------------------------------------------------
+
+
+def full(cuda=(), used_gib=76, retries=0):
+    def make(t):
+        devices = tuple(device(**{**d, "retries": int(t) * retries}) for d in cuda)
+        return sample(t, view(loader(batch=64), workers(2), cuda=devices), gpus=(gpu(used_gib=used_gib),))
+
+    return window(make)
+
+
+def test_memory_near_full_from_nvml_alone_is_a_note():
+    finding = memory_near_full(full(), CONFIG)
+
+    assert finding.severity == INFO
+    assert finding.source == SOURCE_EXTERNAL
+    assert "mixed precision" in finding.action
+
+
+def test_memory_near_full_with_retries_suggests_a_smaller_batch_and_accumulation():
+    # 40 GiB at a step's start, 74 GiB peak for 64 samples (0.53 GiB each); a peak at 80 % of the GPU leaves room
+    # for 41: two steps of 32 keep the effective batch of 64.
+    probe = {"allocated_gib": 40, "reserved_gib": 76, "peak_gib": 74, "reserved_peak_gib": 76, "nvml_gib": 76.5}
+
+    finding = memory_near_full(full(cuda=(probe,), retries=1), CONFIG)
+
+    assert finding.severity == WARNING
+    assert finding.suggest == {"batch_size": 32, "gradient_accumulation_steps": 2}
+    assert finding.evidence["alloc_retries"] == 10
+
+
+def test_memory_near_full_silent_with_room():
+    assert memory_near_full(full(used_gib=40), CONFIG) is None
+
+
+# -- fragmentation ------------------------------------------------------------------------------------------------
+
+
+def fragmented(retries_per_s=1, allocated_gib=12):
+    def make(t):
+        probe = device(allocated_gib=allocated_gib, reserved_gib=20, retries=int(t * retries_per_s))
+        return sample(t, view(loader(), cuda=(probe,)), gpus=(gpu(),))
+
+    return window(make)
+
+
+def test_fragmentation_suggests_expandable_segments():
+    finding = fragmentation(fragmented(), CONFIG)
+
+    assert finding.suggest == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert finding.evidence["unallocated_reserved_share"] == 0.4
+    assert finding.source == SOURCE_PROBE
+
+
+def test_fragmentation_silent_without_retries():
+    assert fragmentation(fragmented(retries_per_s=0), CONFIG) is None
+
+
+def test_fragmentation_silent_when_the_cache_is_mostly_in_use():
+    assert fragmentation(fragmented(allocated_gib=18), CONFIG) is None
+
+
+# -- memory-leak --------------------------------------------------------------------------------------------------
+
+
+def test_memory_leak_on_the_gpu_from_allocated_memory_at_step_starts():
+    # 100 MiB more every second, with 40 GiB free: full in under 7 minutes.
+    def make(t):
+        probe = device(allocated_gib=10 + t * 100 / 1024)
+        return sample(t, view(loader(batches=100 + int(t * 10)), cuda=(probe,)), gpus=(gpu(),))
+
+    finding = memory_leak(window(make), CONFIG)
+
+    assert finding.severity == CRITICAL
+    assert finding.evidence["rate_bytes_per_s"] == pytest.approx(100 * MIB, rel=0.01)
+    assert "loss.item()" in finding.action
+
+
+def test_memory_leak_from_host_memory_without_the_probes_cuda_figures():
+    finding = memory_leak(window(lambda t: sample(t, view(), rss=int(GIB + t * 10 * MIB))), CONFIG)
+
+    assert finding.source == SOURCE_EXTERNAL
+    assert finding.evidence["measure"] == "the training process's RSS"
+
+
+def test_memory_leak_silent_on_flat_memory_with_noise():
+    noise = [0, 3, -2, 1, -3, 2, 0, -1, 3, -2, 1]
+
+    def make(t):
+        return sample(t, view(), rss=GIB + noise[int(t) % len(noise)] * MIB)
+
+    assert memory_leak(window(make), CONFIG) is None
+
+
+def test_memory_leak_silent_during_warm_up():
+    # The first steps allocate optimizer state: memory rises, but the job has made only 10 steps.
+    def make(t):
+        probe = device(allocated_gib=10 + t)
+        return sample(t, view(loader(batches=int(t)), cuda=(probe,)), gpus=(gpu(),))
+
+    assert memory_leak(window(make), CONFIG) is None
+
+
+# -- empty-cache-in-loop ------------------------------------------------------------------------------------------
+
+
+def emptied(frees_per_s=30, reserved_gib=10.0):
+    def make(t):
+        probe = device(allocated_gib=10, reserved_gib=reserved_gib, frees=int(t * frees_per_s))
+        return sample(t, view(loader(batches=int(t * 10) + 100), cuda=(probe,)), gpus=(gpu(),))
+
+    return window(make)
+
+
+def test_empty_cache_in_loop_when_the_cache_goes_back_every_step():
+    finding = empty_cache_in_loop(emptied(), CONFIG)
+
+    assert finding.severity == WARNING
+    assert "torch.cuda.empty_cache()" in finding.action
+
+
+def test_empty_cache_in_loop_silent_when_the_cache_is_kept():
+    assert empty_cache_in_loop(emptied(frees_per_s=0, reserved_gib=14), CONFIG) is None
+
+
+# -- cpu-bound-loop -----------------------------------------------------------------------------------------------
+
+
+def looping(main_busy=0.97, busy=30.0):
+    status = "running" if main_busy > 0.75 else "sleeping"
+    training = view(loader(wait=0.02), workers(2), main_busy=main_busy, main_status=status)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy),)))
+
+
+def test_cpu_bound_loop_when_the_main_thread_is_always_on_the_cpu():
+    finding = cpu_bound_loop(looping(), CONFIG)
+
+    assert "torch.compile" in finding.action
+    assert finding.evidence["main_thread_busy_share"] >= 0.97
+
+
+def test_cpu_bound_loop_silent_when_the_gpu_is_busy():
+    assert cpu_bound_loop(looping(busy=90), CONFIG) is None
+
+
+def test_cpu_bound_loop_silent_when_the_main_thread_waits():
+    assert cpu_bound_loop(looping(main_busy=0.4), CONFIG) is None
+
+
+# -- gpu-idle -----------------------------------------------------------------------------------------------------
+
+
+def test_gpu_idle_names_a_lock_when_the_main_thread_sleeps_in_a_futex():
+    training = view(loader(steps=0.0), main_busy=0.0, wait_channel="futex_wait_queue")
+
+    finding = gpu_idle(window(lambda t: sample(t, training, gpus=(gpu(busy=0),)), seconds=30), CONFIG)
+
+    assert finding.evidence["idle_s"] == 30
+    assert "lock (futex)" in finding.detail
+    assert finding.evidence["gpu_memory_bytes"] == 20 * GIB
+
+
+def test_gpu_idle_names_the_input_when_the_loop_waits_for_a_batch():
+    training = view(loader(steps=0.0, waiting_now_s=45.0), main_busy=0.0, wait_channel="do_sys_poll")
+
+    finding = gpu_idle(window(lambda t: sample(t, training, gpus=(gpu(busy=0),))), CONFIG)
+
+    assert "waited 45 s for its next batch" in finding.detail
+
+
+def test_gpu_idle_silent_while_the_gpu_works():
+    assert gpu_idle(window(lambda t: sample(t, view(), gpus=(gpu(busy=3),))), CONFIG) is None
+
+
+def test_gpu_idle_silent_for_a_process_without_gpu_memory():
+    assert gpu_idle(window(lambda t: sample(t, view(), gpus=(gpu(busy=0),), rows=(row(gib=0),))), CONFIG) is None
+
+
+# -- throttling ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reasons", "clock", "severity"),
+    [
+        (("hw_thermal_slowdown",), 1200, CRITICAL),
+        (("sw_thermal_slowdown",), 1500, WARNING),
+        (("sw_power_cap",), 1100, INFO),
+    ],
+)
+def test_throttling_by_reason(reasons, clock, severity):
+    slowed = gpu(reasons=reasons, clock=clock)
+
+    finding = throttling(window(lambda t: sample(t, view(), gpus=(slowed,))), CONFIG)
+
+    assert finding.severity == severity
+    assert finding.evidence["reasons"] == reasons
+
+
+def test_throttling_silent_at_the_power_cap_with_the_clocks_near_their_maximum():
+    # A busy H100 at its power limit trims its clocks a little: that is how it is meant to run.
+    capped = gpu(reasons=("sw_power_cap",), clock=1755)
+
+    assert throttling(window(lambda t: sample(t, view(), gpus=(capped,))), CONFIG) is None
+
+
+# -- worker-memory-growth -----------------------------------------------------------------------------------------
+
+
+def test_worker_memory_growth_when_the_workers_own_memory_rises_steadily():
+    def make(t):
+        return sample(t, view(loader(), workers(2, uss_mib=100 + 20 * t)))
+
+    finding = worker_memory_growth(window(make), CONFIG)
+
+    assert finding.evidence["rise_bytes"] == 400 * MIB
+    assert "numpy arrays" in finding.action
+
+
+def test_worker_memory_growth_silent_on_flat_worker_memory():
+    assert worker_memory_growth(window(lambda t: sample(t, view(loader(), workers(2)))), CONFIG) is None
+
+
+# -- cuda-in-worker -----------------------------------------------------------------------------------------------
+
+
+def test_cuda_in_worker_when_a_worker_is_on_the_gpu():
+    training = view(loader(), workers(2))
+
+    finding = cuda_in_worker(
+        window(lambda t: sample(t, training, gpus=(gpu(),), worker_rows=(row(pid=5001, gib=0.5),))), CONFIG
+    )
+
+    assert finding.evidence["worker_pids"] == (5001,)
+    assert "collate_fn" in finding.action
+
+
+def test_cuda_in_worker_silent_when_only_the_main_process_is_on_the_gpu():
+    training = view(loader(), workers(2))
+
+    assert cuda_in_worker(window(lambda t: sample(t, training, gpus=(gpu(),))), CONFIG) is None

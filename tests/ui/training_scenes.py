@@ -1,0 +1,285 @@
+"""Fixed training jobs for the training panel and the advisor panel: one GPU, four DataLoader workers, the probe.
+
+``starved_job`` waits for its data half of each step, pins nothing and restarts its workers every epoch, which is
+what the advisor is for; ``fed_job`` is the same job healthy. Both are pure functions of the tick time, like
+``scenes``, and go through ``scenes.history`` for their sparklines and the advisor's windows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from gputop.model import (
+    COMPUTE,
+    INFO,
+    PIN_OFF,
+    PIN_ON,
+    PROBE_OK,
+    SOURCE_BOTH,
+    WARNING,
+    Advice,
+    CudaMemory,
+    GpuProcess,
+    HostInfo,
+    HostProcess,
+    LoaderConfig,
+    LoaderView,
+    MainThread,
+    PinMemoryStatus,
+    PinnedHostMemory,
+    ProbeReport,
+    Snapshot,
+    TrainingView,
+    Worker,
+)
+from tests.ui import scenes
+
+JOB_PID = 48213
+WORKERS = 4
+BATCH = 64
+EPOCH_S = 40.0
+MEAN_STEPS_PER_S = 7.4
+"""Batches count at this rate: the steps/s of a tick vary, the running total of batches only grows."""
+STARTED = scenes.T0 - 1812
+COMMAND = "python train.py --data /datasets/imagenet --batch-size 64 --workers 4"
+GIB = scenes.GIB
+
+
+def host(t: float) -> HostInfo:
+    per_core = tuple(round(60 + 35 * math.sin(t / 13 + core), 1) for core in range(16))
+    return HostInfo(
+        hostname=scenes.HOSTNAME,
+        cpu_percent=round(sum(per_core) / len(per_core), 1),
+        cpu_percent_per_core=per_core,
+        cpu_count=16,
+        usable_cpu_count=16,
+        load_average=(9.1, 8.7, 8.2),
+        memory_total_bytes=251 * GIB,
+        memory_used_bytes=71 * GIB,
+        memory_available_bytes=180 * GIB,
+        swap_total_bytes=8 * GIB,
+        swap_used_bytes=0,
+    )
+
+
+def _epoch(t: float) -> tuple[int, float]:
+    """The epoch running at ``t`` (counting from 1) and when it started."""
+    since_start = t - STARTED
+    epoch = int(since_start // EPOCH_S) + 1
+    return epoch, STARTED + (epoch - 1) * EPOCH_S
+
+
+def _loader(t: float, wait: float, steps: float, persistent: bool, pin: bool) -> LoaderView:
+    epoch, _ = _epoch(t)
+    config = LoaderConfig(
+        batch_size=BATCH,
+        num_workers=WORKERS,
+        pin_memory=pin,
+        prefetch_factor=2,
+        persistent_workers=persistent,
+        start_method="fork",
+    )
+    return LoaderView(
+        loader_id=1,
+        requested=config,
+        effective=config,
+        passes=epoch if not persistent else 1,
+        batches=int((t - STARTED) * MEAN_STEPS_PER_S),
+        window_s=10.0,
+        window_batches=int(10 * steps),
+        data_wait_share=wait,
+        steps_per_s=steps,
+        samples_per_s=steps * BATCH,
+        last_batch_age_s=0.04,
+        pass_start_s=4.6 if not persistent else 1.2,
+    )
+
+
+def _workers(t: float, cpu: float, status: str, persistent: bool, parent: int) -> tuple[Worker, ...]:
+    epoch, began = _epoch(t)
+    first = parent + 100 + (0 if persistent else (epoch % 50) * 10)
+    born = STARTED + 2 if persistent else began
+    return tuple(
+        Worker(
+            pid=first + n,
+            parent_pid=parent,
+            worker_id=n,
+            status=status,
+            cpu_percent=round(cpu + 3 * math.sin(t / 5 + n), 1),
+            rss_bytes=int((3.1 + 0.05 * n) * GIB),
+            uss_bytes=int((410 + 12 * n) * 1024**2),
+            age_s=t - born,
+        )
+        for n in range(WORKERS)
+    )
+
+
+def _job(t: float, busy: float, view: TrainingView, gpu_memory: int) -> Snapshot:
+    gpu = replace(
+        scenes.gpu(0, t),
+        utilization_gpu_percent=busy,
+        sm_activity_percent=round(busy * 0.7),
+        memory_used_bytes=gpu_memory + GIB,
+        memory_free_bytes=79 * GIB - gpu_memory,
+        throttle_reasons=(),
+        temperature_c=58.0,
+        power_w=310.0 + busy * 3,
+        pcie_rx_bytes_per_s=410 * 1024**2,
+    )
+    job = GpuProcess(
+        pid=view.pid,
+        gpu_index=0,
+        kind=COMPUTE,
+        gpu_memory_bytes=gpu_memory,
+        sm_percent=round(busy * 0.8),
+        user="alice",
+        name="python",
+        command=COMMAND,
+        cpu_percent=24.0,
+        rss_bytes=7 * GIB,
+        start_time=STARTED,
+        status="sleeping",
+    )
+    hosts = [HostProcess(view.pid, 3001, True, "alice", "python", COMMAND, 24.0, 7 * GIB, STARTED, "sleeping", 38)]
+    for w in view.workers:
+        start = t - (w.age_s or 0)
+        worker = HostProcess(w.pid, view.pid, True, "alice", "pt_data_worker", COMMAND, w.cpu_percent, w.rss_bytes)
+        hosts.append(replace(worker, start_time=start, status=w.status, num_threads=3))
+    return Snapshot(t, host(t), scenes.DRIVER, (gpu,), (job,), tuple(hosts), view.pid, training=(view,))
+
+
+def _cuda(allocated_gib: float, reserved_gib: float, nvml_gib: float) -> CudaMemory:
+    return CudaMemory(
+        device=0,
+        uuid="GPU-6a1b2c3d-0000-4000-8000-000000000000",
+        gpu_index=0,
+        allocated_bytes=int(allocated_gib * GIB),
+        reserved_bytes=int(reserved_gib * GIB),
+        active_bytes=int(allocated_gib * GIB),
+        allocated_peak_bytes=int((allocated_gib + 3.2) * GIB),
+        reserved_peak_bytes=int((reserved_gib + 2) * GIB),
+        num_alloc_retries=0,
+        num_ooms=0,
+        nvml_process_bytes=int(nvml_gib * GIB),
+    )
+
+
+def starved_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
+    """Four CPU-bound workers that cannot keep up: the loop waits for data about 55% of each step, the GPU is
+    busy under half the time, batches are not pinned, and the workers are started anew every epoch."""
+    wait = round(0.55 + 0.06 * math.sin(t / 11), 3)
+    steps = round(7.4 - 1.2 * math.sin(t / 11), 2)
+    view = TrainingView(
+        pid=pid,
+        name="python",
+        workers=_workers(t, 96.0, "running", persistent=False, parent=pid),
+        worker_start_method="fork",
+        workers_cpu_percent=384.0 + round(4 * math.sin(t / 7), 1),
+        usable_cpu_count=16,
+        workers_replaced=_epoch(t)[0] - 1,
+        pin_memory=PinMemoryStatus(PIN_OFF, "4 workers and no pt_data_pin thread", "threads"),
+        main_thread=MainThread("sleeping", "do_sys_poll", 21.0, 0.22, "waiting"),
+        probe=ProbeReport(
+            PROBE_OK,
+            age_s=0.3,
+            torch_version="2.5.1+cu124",
+            loaders=(_loader(t, wait, steps, persistent=False, pin=False),),
+            cuda=(_cuda(21.4, 24.0, 25.1),),
+        ),
+    )
+    busy = round(44 + 8 * math.sin(t / 9))
+    return _job(t, busy, view, int(25.1 * GIB))
+
+
+def fed_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
+    """The same job well fed: data wait 2%, the GPU busy 96% of the time, pinned batches, persistent workers."""
+    view = TrainingView(
+        pid=pid,
+        name="python",
+        workers=_workers(t, 41.0, "sleeping", persistent=True, parent=pid),
+        worker_start_method="fork",
+        workers_cpu_percent=164.0,
+        usable_cpu_count=16,
+        pin_memory=PinMemoryStatus(PIN_ON, f"thread pt_data_pin (TID {pid + 7}) in PID {pid}", "threads"),
+        main_thread=MainThread("running", None, 97.0, 0.96, "running"),
+        probe=ProbeReport(
+            PROBE_OK,
+            age_s=0.2,
+            torch_version="2.5.1+cu124",
+            loaders=(_loader(t, 0.02, 11.8, persistent=True, pin=True),),
+            cuda=(_cuda(61.2, 66.0, 67.3),),
+            pinned_host=PinnedHostMemory(allocated_bytes=int(1.6 * GIB), allocated_peak_bytes=int(1.9 * GIB)),
+        ),
+    )
+    return _job(t, 96.0, view, int(67.3 * GIB))
+
+
+OTHER_PID = 52000
+
+
+def two_jobs(t: float = scenes.T0) -> Snapshot:
+    """``starved_job`` and, as another process on the same GPU, ``fed_job``; no focus."""
+    starved, fed = starved_job(t), fed_job(t, OTHER_PID)
+    return replace(
+        starved,
+        processes=starved.processes + fed.processes,
+        host_processes=starved.host_processes + fed.host_processes,
+        training=starved.training + fed.training,
+        focus_pid=None,
+    )
+
+
+STARVED_ADVICE = (
+    Advice(
+        id="data-starved",
+        severity=WARNING,
+        title="Input-bound: the loop waits for data 35% of each step",
+        detail="the loop waits for data 35% of each step at 6.8 steps/s; 4 workers, busy on the CPU (3.8 of 16 "
+        "usable cores); GPU busy 50%",
+        action="Set num_workers=8 (4 now): 4 workers × step time ÷ compute time is 8 with 25% headroom.",
+        pid=JOB_PID,
+        since=scenes.T0 - 272,
+        source=SOURCE_BOTH,
+        evidence={"data_wait_share": 0.352, "steps_per_s": 6.77, "num_workers": 4, "gpu_busy_percent": 50.0},
+        suggest={"num_workers": 8},
+    ),
+    Advice(
+        id="pin-memory-off",
+        severity=WARNING,
+        title="pin_memory is off in a CUDA job",
+        detail="4 workers and no pt_data_pin thread; the loop waits for data 58% of each step",
+        action="Set pin_memory=True in the DataLoader and move batches with .to(device, non_blocking=True): pinned "
+        "batches are copied by DMA at full PCIe speed while the GPU computes.",
+        pid=JOB_PID,
+        since=scenes.T0 - 272,
+        source=SOURCE_BOTH,
+        evidence={"pin_memory": "off", "data_wait_share": 0.582, "pcie_rx_bytes_per_s": 429916160},
+        suggest={"pin_memory": True},
+    ),
+    Advice(
+        id="persistent-workers-off",
+        severity=INFO,
+        title="Workers restart every epoch: 10% of the time goes to starting them",
+        detail="2 epochs started in 90 s, each with new workers; the last one's first batch came 4.60 s after it "
+        "started, against 0.122 s per batch",
+        action="Set persistent_workers=True: the workers then live across epochs instead of being started again.",
+        pid=JOB_PID,
+        since=scenes.T0 - 272,
+        source=SOURCE_BOTH,
+        evidence={"epochs": 2, "pass_start_s": 4.6, "startup_share": 0.1},
+        suggest={"persistent_workers": True},
+    ),
+)
+"""What the advisor said about ``starved_job`` when these pictures were made. The snapshot images show these
+rather than the live advisor's, so that rewording a rule does not redraw the dashboard's pictures."""
+
+
+class FixedAdvisor:
+    """The ``Advisor``'s interface, always with the same findings."""
+
+    def __init__(self, advice: tuple[Advice, ...] = STARVED_ADVICE) -> None:
+        self.advice = advice
+
+    def update(self, snap: Snapshot) -> tuple[Advice, ...]:
+        return self.advice
