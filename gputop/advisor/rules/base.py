@@ -84,6 +84,16 @@ def device_series(w: JobWindow, device: int, read: Callable[[CudaMemory], int | 
     return points
 
 
+def unallocated_shares(w: JobWindow, device: int) -> list[float]:
+    """Per sample, the share of a CUDA device's reserved memory that holds no tensor (cached by the allocator)."""
+    return [
+        (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
+        for s in w.samples
+        for d in cuda_devices(s)
+        if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
+    ]
+
+
 def device_increase(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> float:
     """How much one of a CUDA device's counters grew across the window."""
     return counter_increase([v for _, v in device_series(w, device, read)])

@@ -11,6 +11,7 @@ from gputop.advisor.rules.base import (
     device_series,
     pct,
     recent_window,
+    unallocated_shares,
 )
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, steady_rise
 from gputop.model import CRITICAL, INFO, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
@@ -94,12 +95,7 @@ def empty_cache_in_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     for device in cuda_devices(recent.latest):
         frees = device_increase(recent, device.device, lambda d: d.num_device_free)
-        cached = [
-            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
-            for s in recent.samples
-            for d in cuda_devices(s)
-            if d.device == device.device and d.reserved_bytes and d.allocated_bytes is not None
-        ]
+        cached = unallocated_shares(recent, device.device)
         if not cached or frees < steps:
             continue
         share = sorted(cached)[len(cached) // 2]

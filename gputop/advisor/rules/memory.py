@@ -11,6 +11,7 @@ from gputop.advisor.rules.base import (
     device_series,
     pct,
     recent_window,
+    unallocated_shares,
 )
 from gputop.advisor.suggest import batch_memory, larger_batch, smaller_batch
 from gputop.advisor.window import AdvisorConfig, JobWindow
@@ -182,12 +183,7 @@ def fragmentation(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     for device in cuda_devices(recent.latest):
         retries = device_increase(recent, device.device, lambda d: d.num_alloc_retries)
-        shares = [
-            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
-            for s in recent.samples
-            for d in cuda_devices(s)
-            if d.device == device.device and d.reserved_bytes and d.allocated_bytes is not None
-        ]
+        shares = unallocated_shares(recent, device.device)
         if not shares or not retries:
             continue
         share = sorted(shares)[len(shares) // 2]
