@@ -161,6 +161,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--json", action="store_true", dest="report_as_json", help="print a JSON document")
     report.add_argument("--window", type=_seconds, metavar="SECONDS", dest="report_window", help=WINDOW_HELP)
+    record = commands.add_parser(
+        "record",
+        help="record snapshots to a file until stopped (docs/recording.md)",
+        description="Sample every interval and append each snapshot to FILE, a new SQLite recording, until Ctrl-C, "
+        "SIGTERM or --duration. Snapshots are committed every 2 s, so a killed gputop loses at most the last 2 s.",
+    )
+    record.add_argument("-o", "--output", required=True, metavar="FILE", help="the new recording file to write")
+    record.add_argument("--pid", type=_pid, metavar="PID", dest="record_pid", help="focus on one process")
+    record.add_argument(
+        "-d",
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        dest="record_interval",
+        help="seconds between snapshots (default 1.0)",
+    )
+    record.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this many seconds")
     return parser
 
 
@@ -169,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.pid is not None:
             _check_pid_exists(args.pid)
+        if args.command == "record" and args.record_pid is not None:
+            _check_pid_exists(args.record_pid)
         if args.command == "report":
             _check_pid_exists(args.report_pid)
             window_s = _advisor_config(args.report_window).window_s
@@ -187,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _export(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "record":
+            return _record(args)
         if args.command == "stream":
             return _stream(args.stream_interval, args.count, args.pid)
         if args.once or args.json:
@@ -257,6 +279,13 @@ def _run(args: argparse.Namespace) -> int:
         interval_s=args.run_interval,
         advisor_config=_advisor_config(args.run_window),
     )
+
+
+def _record(args: argparse.Namespace) -> int:
+    from gputop.store.record import run_recorder
+
+    pid = args.record_pid if args.record_pid is not None else args.pid
+    return run_recorder(args.output, args.record_interval, pid=pid, duration_s=args.duration)
 
 
 def _advisor_config(window_s: float | None) -> AdvisorConfig:

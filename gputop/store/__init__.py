@@ -1,0 +1,23 @@
+"""Recording snapshots to a file and reading them back (docs/recording.md)."""
+
+from gputop.store.recording import (
+    SCHEMA_VERSION,
+    Recorder,
+    Recording,
+    RecordingError,
+    RecordingInfo,
+    decode_snapshot,
+    encode_snapshot,
+    open_recording,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Recorder",
+    "Recording",
+    "RecordingError",
+    "RecordingInfo",
+    "decode_snapshot",
+    "encode_snapshot",
+    "open_recording",
+]
