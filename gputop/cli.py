@@ -79,6 +79,11 @@ def _check_pid_exists(pid: int) -> None:
         raise UsageError(f"no process with PID {pid}")
 
 
+def _add_interval(parser: argparse.ArgumentParser, dest: str, help: str, default: float | None = 1.0) -> None:
+    """The ``-d/--interval SECONDS`` option every mode shares, stored under ``dest``."""
+    parser.add_argument("-d", "--interval", type=_interval, default=default, metavar="SECONDS", dest=dest, help=help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gputop",
@@ -86,20 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit")
     parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
-    parser.add_argument(
-        "-d",
-        "--interval",
-        type=_interval,
-        default=1.0,
-        metavar="SECONDS",
-        help=f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})",
-    )
+    _add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
     parser.add_argument("--pid", type=_pid, metavar="PID", help="focus on one process, its children and workers")
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     stream = commands.add_parser("stream", help="print one JSON snapshot per line, every interval, until stopped")
-    stream.add_argument("-d", "--interval", type=_interval, default=1.0, metavar="SECONDS", dest="stream_interval")
+    _add_interval(stream, "stream_interval", "seconds between snapshots (default 1.0)")
     stream.add_argument("-n", "--count", type=_count, metavar="N", help="stop after N snapshots")
     export = commands.add_parser(
         "export",
@@ -110,15 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--listen", metavar="HOST:PORT", help="address to serve on (default 127.0.0.1:9400)")
     export.add_argument("--textfile", metavar="DIR", help="write DIR/gputop.prom atomically every interval")
-    export.add_argument(
-        "-d",
-        "--interval",
-        type=_interval,
-        default=1.0,
-        metavar="SECONDS",
-        dest="export_interval",
-        help="seconds between refreshes (default 1.0)",
-    )
+    _add_interval(export, "export_interval", "seconds between refreshes (default 1.0)")
     export.add_argument(
         "--per-process", action="store_true", help="add per-process series labelled by GPU and PID (no command lines)"
     )
@@ -135,13 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="at exit, write the advisor's findings and the job's last training view to FILE as JSON ('-': stdout)",
     )
     run.add_argument("--window", type=_seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}")
-    run.add_argument(
-        "-d",
-        "--interval",
-        type=_interval,
-        metavar="SECONDS",
-        dest="run_interval",
-        help="dashboard: seconds between updates (default 1.0); headless: between status lines (default 5.0)",
+    _add_interval(
+        run,
+        "run_interval",
+        "dashboard: seconds between updates (default 1.0); headless: between status lines (default 5.0)",
+        default=None,  # the mode decides
     )
     run.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     report = commands.add_parser(
@@ -169,15 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("-o", "--output", required=True, metavar="FILE", help="the new recording file to write")
     record.add_argument("--pid", type=_pid, metavar="PID", dest="record_pid", help="focus on one process")
-    record.add_argument(
-        "-d",
-        "--interval",
-        type=_interval,
-        default=1.0,
-        metavar="SECONDS",
-        dest="record_interval",
-        help="seconds between snapshots (default 1.0)",
-    )
+    _add_interval(record, "record_interval", "seconds between snapshots (default 1.0)")
     record.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this many seconds")
     return parser
 
