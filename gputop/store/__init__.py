@@ -9,6 +9,8 @@ from gputop.store.recording import (
     decode_snapshot,
     encode_snapshot,
     open_recording,
+    snapshot_from_json,
+    snapshot_json,
 )
 
 __all__ = [
@@ -20,4 +22,6 @@ __all__ = [
     "decode_snapshot",
     "encode_snapshot",
     "open_recording",
+    "snapshot_from_json",
+    "snapshot_json",
 ]

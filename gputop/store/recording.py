@@ -104,19 +104,27 @@ def _compress(text: bytes, zdict: bytes) -> bytes:
     return packer.compress(text) + packer.flush()
 
 
+def snapshot_from_json(text: str | bytes) -> Snapshot:
+    """The snapshot whose ``snapshot_json`` is ``text``. Raises ``ValueError`` on anything else."""
+    try:
+        snap = _from_plain(Snapshot, json.loads(text))
+    except (UnicodeDecodeError, TypeError, KeyError) as exc:
+        raise ValueError(str(exc)) from exc
+    if not isinstance(snap, Snapshot):
+        raise ValueError("not a snapshot")
+    return snap
+
+
 def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
     """The snapshot ``encode_snapshot`` encoded, equal to it with ``==``. Raises ``ValueError`` on bad data."""
     try:
         unpacker = zlib.decompressobj(zdict=zdict) if zdict else zlib.decompressobj()
         text = unpacker.decompress(data) + unpacker.flush()
-        if not unpacker.eof:
-            raise ValueError("truncated data")
-        snap = _from_plain(Snapshot, json.loads(text))
-    except (zlib.error, UnicodeDecodeError, TypeError, KeyError) as exc:
+    except zlib.error as exc:
         raise ValueError(str(exc)) from exc
-    if not isinstance(snap, Snapshot):
-        raise ValueError("not a snapshot")
-    return snap
+    if not unpacker.eof:
+        raise ValueError("truncated data")
+    return snapshot_from_json(text)
 
 
 # -- writing ----------------------------------------------------------------------------------------------------
