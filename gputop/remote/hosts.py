@@ -1,0 +1,122 @@
+"""Which hosts to watch: ``--host`` arguments and the hosts file (docs/hosts.md).
+
+One host per line, ``#`` starts a comment, words split as a shell would (quotes keep spaces together)::
+
+    gpu-node-01
+    alice@gpu-node-02   command=~/venv/bin/gputop
+    local
+
+The first word is the ssh destination (anything ``ssh`` accepts, resolved by the user's ssh config), or ``local``
+for this machine sampled in-process without ssh. Then ``key=value`` settings; the only one is ``command``, the
+gputop to run on that host (a word for the remote shell, ``gputop`` by default). A ``--host`` argument takes the
+text of one such line.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+LOCAL = "local"
+"""The host name that means this machine, sampled in-process (``localhost`` is an ssh destination like any other)."""
+DEFAULT_COMMAND = "gputop"
+SETTINGS = ("command",)
+
+
+class HostsError(ValueError):
+    """A host that cannot be used as given: the message is one line, fit to show to the user."""
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One host to watch: its ssh destination (also its name on screen) and the gputop to run there."""
+
+    name: str
+    command: str = DEFAULT_COMMAND
+
+    @property
+    def local(self) -> bool:
+        return self.name == LOCAL
+
+
+def _check_name(name: str) -> None:
+    if name.startswith("-"):
+        raise HostsError(f"{name!r} is not a host name (it would be read as an ssh option)")
+    if not name.isprintable():
+        raise HostsError(f"{name!r} is not a host name")
+
+
+def parse_host(text: str) -> HostSpec:
+    """One host from the text of one line (a ``--host`` argument, or a hosts file line without its number).
+
+    Raises ``HostsError`` with a message that names what is wrong.
+    """
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError as exc:  # an unclosed quote
+        raise HostsError(f"cannot split {text.strip()!r}: {exc}") from None
+    if not words:
+        raise HostsError("no host name")
+    name, settings = words[0], words[1:]
+    _check_name(name)
+    values: dict[str, str] = {}
+    for word in settings:
+        key, equals, value = word.partition("=")
+        if not equals:
+            raise HostsError(f"{word!r} is not a setting: write key=value ({', '.join(SETTINGS)})")
+        if key not in SETTINGS:
+            raise HostsError(f"unknown setting {key!r} (known: {', '.join(SETTINGS)})")
+        if key in values:
+            raise HostsError(f"{key} is given twice")
+        if not value.strip() or "\n" in value or "\0" in value:
+            raise HostsError(f"{key}= needs a value")
+        values[key] = value
+    if name == LOCAL and "command" in values:
+        raise HostsError("local is sampled by this gputop itself: command= does not apply to it")
+    return HostSpec(name, values.get("command", DEFAULT_COMMAND))
+
+
+def parse_hosts_text(text: str, source: str) -> list[HostSpec]:
+    """Every host of a hosts file's text; errors name ``source`` and the line: ``hosts.txt:3: ...``."""
+    hosts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            hosts.append(parse_host(line))
+        except HostsError as exc:
+            raise HostsError(f"{source}:{number}: {exc}") from None
+    return hosts
+
+
+def read_hosts_file(path: str | Path) -> list[HostSpec]:
+    """The hosts listed in the file at ``path``; ``HostsError`` if it cannot be read or a line is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise HostsError(f"cannot read the hosts file {path}: {reason}") from None
+    hosts = parse_hosts_text(text, str(path))
+    if not hosts:
+        raise HostsError(f"the hosts file {path} lists no host")
+    return hosts
+
+
+def host_list(arguments: Iterable[str], hosts_file: str | None) -> list[HostSpec]:
+    """The ``--host`` arguments in order, then the hosts file's lines; a host given twice is an error."""
+    hosts = []
+    for text in arguments:
+        try:
+            hosts.append(parse_host(text))
+        except HostsError as exc:
+            raise HostsError(f"--host {text!r}: {exc}") from None
+    if hosts_file is not None:
+        hosts.extend(read_hosts_file(hosts_file))
+    seen: set[str] = set()
+    for host in hosts:
+        if host.name in seen:
+            raise HostsError(f"host {host.name} is listed twice")
+        seen.add(host.name)
+    return hosts

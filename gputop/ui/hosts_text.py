@@ -1,0 +1,299 @@
+"""The text of the multi-host view: one summary line per host and one section per host.
+
+Pure functions of a host's status, its latest snapshot, the time, the width and a palette, like ``gpu_text``: the
+layout is tested without a terminal. A host that is down says so, why, and when the next attempt is; its old
+numbers are not shown as if they were current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+
+from gputop.model import GPU_OK, GpuProcess, Snapshot
+from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
+from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
+from gputop.ui.bars import fit, meter
+from gputop.ui.gpu_text import HOT_C, Palette, compact_line, has_sm_activity
+from gputop.ui.history import History
+
+PROCESS_ROWS = 3
+"""The busiest processes a section lists; the drill-down shows them all."""
+STATE_CELLS = 11
+UPDATED_CELLS = 7
+TOP_PROCESS_MIN_WIDTH = 120
+
+
+@dataclass(frozen=True)
+class HostTotals:
+    """One host's GPUs summed up for its summary line; None where no GPU could say."""
+
+    gpus: int
+    lost: int
+    busy_percent: float | None
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+    hottest_c: float | None
+    power_w: float | None
+    top: GpuProcess | None
+
+
+def host_totals(snap: Snapshot) -> HostTotals:
+    ok = [g for g in snap.gpus if g.state == GPU_OK]
+    busy = [g.utilization_gpu_percent for g in ok if g.utilization_gpu_percent is not None]
+    memory = [(g.memory_used_bytes, g.memory_total_bytes) for g in ok if g.memory_used_bytes is not None]
+    memory = [(used, total) for used, total in memory if total]
+    temperatures = [g.temperature_c for g in ok if g.temperature_c is not None]
+    power = [g.power_w for g in ok if g.power_w is not None]
+    top = busiest(snap.processes, 1)
+    return HostTotals(
+        gpus=len(snap.gpus),
+        lost=len(snap.gpus) - len(ok),
+        busy_percent=sum(busy) / len(busy) if busy else None,
+        memory_used_bytes=sum(used for used, _ in memory) if memory else None,
+        memory_total_bytes=sum(total for _, total in memory if total) if memory else None,
+        hottest_c=max(temperatures) if temperatures else None,
+        power_w=sum(power) if power else None,
+        top=top[0] if top else None,
+    )
+
+
+def busiest(processes: Sequence[GpuProcess], count: int) -> list[GpuProcess]:
+    """The ``count`` busiest process rows: highest %SM first, then most GPU memory; unknown values last."""
+    ranked = sorted(processes, key=lambda p: (p.sm_percent is not None, p.sm_percent or 0, p.gpu_memory_bytes or 0))
+    return ranked[::-1][:count]
+
+
+def fmt_age(seconds: float) -> str:
+    """``4s``, ``12m``, ``3h``, ``2d``: how long ago, to the unit that matters."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def fmt_power(watts: float | None) -> str:
+    if watts is None:
+        return NA
+    return f"{watts / 1000:.2f}kW" if watts >= 1000 else f"{watts:.0f}W"
+
+
+def state_style(state: str, p: Palette) -> Style:
+    if state == LIVE:
+        return p.fill
+    if state in (STALE, CONNECTING):
+        return p.warn if state == STALE else p.dim
+    return p.crit
+
+
+def _value(text: str, p: Palette, style: Style | None = None) -> Text:
+    return Text(text, style=p.dim if text == NA else style or Style())
+
+
+@dataclass(frozen=True)
+class SummaryLayout:
+    """The summary's column widths at one terminal width, the same for every host so the columns line up."""
+
+    name: int
+    bar: int
+    temperature: bool
+    power: bool
+    top: bool
+
+
+def summary_layout(names: Sequence[str], width: int) -> SummaryLayout:
+    name = min(24, max([4, *map(len, names)]))
+    fixed = 2 + name + 1 + STATE_CELLS + 5 + 2 + 5 + 2 + 13 + 7 + 8 + 1 + UPDATED_CELLS
+    temperature = power = True
+    if width - fixed < 4:
+        power = False
+        fixed -= 8
+    if width - fixed < 4:
+        temperature = False
+        fixed -= 7
+    top = width >= TOP_PROCESS_MIN_WIDTH
+    bar = max(3, min(12, width - fixed - (40 if top else 0)))
+    return SummaryLayout(name, bar, temperature, power, top)
+
+
+def summary_header(layout: SummaryLayout, width: int, p: Palette) -> Text:
+    line = Text("  " + "HOST".ljust(layout.name) + " " + "STATE".ljust(STATE_CELLS) + " GPUS", style=p.label)
+    line.append("  " + "BUSY".ljust(layout.bar + 5) + "  " + "GPU MEMORY".ljust(13), style=p.label)
+    if layout.temperature:
+        line.append("  " + "TEMP".rjust(5), style=p.label)
+    if layout.power:
+        line.append("  " + "POWER".rjust(6), style=p.label)
+    line.append(" " + "UPDATED".rjust(UPDATED_CELLS), style=p.label)
+    if layout.top:
+        line.append("  BUSIEST PROCESS", style=p.label)
+    line.truncate(width)
+    return line
+
+
+def summary_line(
+    name: str,
+    status: HostStatus,
+    snap: Snapshot | None,
+    now: float,
+    layout: SummaryLayout,
+    width: int,
+    p: Palette,
+    selected: bool = False,
+) -> Text:
+    """One host on one line: its state and, while it has live numbers, its GPUs summed up."""
+    line = Text("▶ " if selected else "  ", style=p.label)
+    line.append(fit(name, layout.name), style=Style(bold=True))
+    state = status.shown_state(now)
+    line.append(" ")
+    line.append(fit(state, STATE_CELLS), style=state_style(state, p))
+    if state not in (LIVE, STALE) or snap is None:
+        line.append("  ")
+        line.append(down_note(status, now, short=True), style=p.dim if state == CONNECTING else p.crit)
+        line.truncate(width, overflow="ellipsis")
+        return line
+    totals = host_totals(snap)
+    line.append(f"{totals.gpus:>5}" if totals.lost == 0 else f"{totals.gpus:>3}!{totals.lost}", style=Style())
+    busy = totals.busy_percent
+    line.append("  ")
+    line.append_text(meter(None if busy is None else busy / 100, layout.bar, p.fill, p.track))
+    line.append_text(_value(fmt_percent(busy).rjust(5), p))
+    memory = f"{fmt_bytes(totals.memory_used_bytes)}/{fmt_bytes(totals.memory_total_bytes)}"
+    line.append("  ")
+    line.append_text(_value(fit(memory if totals.memory_total_bytes else NA, 13), p))
+    if layout.temperature:
+        hot = totals.hottest_c is not None and totals.hottest_c >= HOT_C
+        line.append("  ")
+        line.append_text(_value(fmt_number(totals.hottest_c, "°C").rjust(5), p, p.crit if hot else None))
+    if layout.power:
+        line.append("  ")
+        line.append_text(_value(fmt_power(totals.power_w).rjust(6), p))
+    age = fmt_age(now - status.last_snapshot_at) if status.last_snapshot_at is not None else NA
+    line.append(" ")
+    line.append(age.rjust(UPDATED_CELLS), style=p.warn if state == STALE else p.dim)
+    if layout.top and totals.top is not None:
+        top = totals.top
+        line.append("  ")
+        line.append(f"{top.user or NA} ", style=p.label)
+        line.append(top.command or top.name or NA)
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def host_line(name: str, snap: Snapshot, p: Palette) -> Text:
+    """The machine behind the host: its own name (where it differs from ``name``), driver, CPU and memory."""
+    line = Text(snap.host.hostname + "  " if snap.host.hostname != name else "", style=Style(bold=True))
+    driver = snap.driver
+    if driver.ok:
+        line.append("driver ", style=p.label)
+        line.append(driver.driver_version or NA)
+        line.append("  CUDA ", style=p.label)
+        line.append(driver.cuda_version or NA)
+    host = snap.host
+    line.append("   CPU " if driver.ok else "CPU ", style=p.label)
+    line.append_text(_value(fmt_percent(host.cpu_percent), p))
+    line.append(f" of {host.cpu_count}", style=p.label)
+    if host.load_average is not None:
+        line.append("  load ", style=p.label)
+        line.append(f"{host.load_average[0]:.2f}")
+    line.append("   MEM ", style=p.label)
+    line.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+    return line
+
+
+def process_header(width: int, p: Palette) -> Text:
+    line = Text(f"{'GPU':>3} {'PID':>7}  {'USER':<8} {'GPU MEM':>8} {'%SM':>4} {'%CPU':>5}  COMMAND", style=p.label)
+    line.truncate(width)
+    return line
+
+
+def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
+    line = Text(f"{proc.gpu_index:>3} {proc.pid:>7}  {fit(proc.user or NA, 8)} ")
+    line.append_text(_value(fmt_bytes(proc.gpu_memory_bytes).rjust(8), p))
+    line.append(" ")
+    line.append_text(_value(fmt_percent(proc.sm_percent).rjust(4), p))
+    line.append(" ")
+    line.append_text(_value(fmt_percent(proc.cpu_percent).rjust(5), p))
+    line.append("  ")
+    line.append(proc.command or proc.name or NA)
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def section_lines(
+    status: HostStatus,
+    snap: Snapshot | None,
+    history: History | None,
+    now: float,
+    width: int,
+    p: Palette,
+    process_rows: int = PROCESS_ROWS,
+) -> list[Text]:
+    """The inside of a host's section: its GPUs and busiest processes, or why there are none to show."""
+    state = status.shown_state(now)
+    if state not in (LIVE, STALE) or snap is None:
+        return _down_lines(status, snap, now, width, p)
+    lines = [host_line(status.name, snap, p)]
+    if state == STALE and status.last_snapshot_at is not None:
+        lines[0].append(f"   no update for {fmt_age(now - status.last_snapshot_at)}", style=p.warn)
+    if not snap.driver.ok:
+        lines.append(Text(f"No GPU information: {snap.driver.reason or 'the NVIDIA driver did not answer'}", p.warn))
+    cells = min(30, max(0, width - 130))
+    for gpu in snap.gpus:
+        trends = history.gpus.get(gpu.index) if history is not None else None
+        spark = ""
+        if trends is not None and cells:
+            trend = trends.sm_percent if has_sm_activity(gpu) else trends.busy_percent
+            spark = trend.sparkline(cells, snap.time)
+        lines.append(compact_line(gpu, spark, width, p))
+    if snap.driver.ok:
+        shown = busiest(snap.processes, process_rows)
+        if shown:
+            lines.append(process_header(width, p))
+            lines.extend(process_line(proc, width, p) for proc in shown)
+            more = len(snap.processes) - len(shown)
+            if more:
+                lines.append(Text(f"… {more} more: ⏎ for all of them", style=p.dim))
+        else:
+            lines.append(Text("no GPU processes", style=p.dim))
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+    return lines
+
+
+def _retry_text(status: HostStatus, now: float) -> str:
+    if status.state == CONNECTING or status.retry_at is None:
+        return "connecting again"
+    left = status.retry_at - now
+    return f"retry in {fmt_age(left)}" if left >= 0.5 else "retrying"
+
+
+def down_note(status: HostStatus, now: float, short: bool = False) -> str:
+    """Why a host shows no live numbers and what happens next: ``connection refused · retry in 12s``.
+
+    ``short``: the reason without its details in brackets (ssh's own words), for the summary line.
+    """
+    reason = status.reason.split(" (")[0] if short else status.reason
+    if status.state == CONNECTING:
+        return f"connecting again · last: {reason}" if reason else "connecting…"
+    return " · ".join(part for part in (reason, _retry_text(status, now)) if part)
+
+
+def _down_lines(status: HostStatus, snap: Snapshot | None, now: float, width: int, p: Palette) -> list[Text]:
+    if status.state == CONNECTING and not status.failures:
+        return [Text("connecting…", style=p.dim)]
+    lines = [Text(status.reason or status.state, style=p.dim if status.state == CONNECTING else p.crit)]
+    failed = f"{status.failures} failed attempt{'s' if status.failures != 1 else ''}"
+    info = Text(f"{_retry_text(status, now)} · {failed} · down for {fmt_age(now - status.since)}")
+    if status.last_snapshot_at is not None:
+        info.append(f" · last update {fmt_age(now - status.last_snapshot_at)} ago")
+        if snap is not None:
+            info.append(f" from {snap.host.hostname}")
+    info.stylize(p.dim)
+    lines.append(info)
+    for line in lines:
+        line.truncate(width, overflow="ellipsis")
+    return lines

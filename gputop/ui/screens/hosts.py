@@ -1,0 +1,189 @@
+"""The multi-host view's screens: every host at once, and one host's full dashboard.
+
+``HostsScreen`` shows a summary line per host and a section per host (GPUs and busiest processes, or why the host
+is down). ``HostDashboardScreen`` is the single-host dashboard over the opened host's snapshots; Esc comes back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.reactive import var
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from gputop.model import Snapshot
+from gputop.remote.status import DOWN_STATES, LIVE, STALE
+from gputop.ui.hosts_text import PROCESS_ROWS, down_note, fmt_age
+from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.widgets.banner import Banner, screen_messages
+from gputop.ui.widgets.host_section import HostChosen, HostSection, HostShown, HostSummary
+from gputop.ui.widgets.status_bar import StatusBar, StatusView
+
+if TYPE_CHECKING:
+    from gputop.ui.hosts import HostsApp
+
+TALL_PROCESS_ROWS = 5
+TALL_MIN_HEIGHT = 60
+TICK_S = 1.0
+"""How often the ages and countdowns on screen move on."""
+
+
+class HostsScreen(Screen[None]):
+    """All hosts. ↑/↓ select, ⏎ (or a click) opens the selected host's dashboard."""
+
+    DEFAULT_CSS = """
+    HostsScreen { layout: vertical; }
+    HostsScreen > HostSummary { margin: 0 0 1 0; }
+    HostsScreen > #host-sections { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Up", show=False, key_display="↑", tooltip="Select the host above"),
+        Binding("down", "move(1)", "Down", show=False, key_display="↓", tooltip="Select the host below"),
+        Binding("home", "move(-1000)", show=False),
+        Binding("end", "move(1000)", show=False),
+        Binding(
+            "enter",
+            "open",
+            "Open",
+            key_display="⏎",
+            tooltip="The selected host's full dashboard (or click it); Esc comes back",
+        ),
+    ]
+
+    selected: var[int] = var(0)
+
+    @property
+    def hosts_app(self) -> HostsApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        yield HostSummary()
+        with VerticalScroll(id="host-sections", can_focus=False):
+            for index, name in enumerate(self.hosts_app.feeds):
+                yield HostSection(index, name)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = self.hosts_app
+        self.watch(app, "hosts_generation", self._show)
+        self.watch(app, "paused", self._show)
+        self.set_interval(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        if not self.hosts_app.paused:
+            self._show()
+
+    def on_resize(self) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        app = self.hosts_app
+        now = app.clock()
+        shown = app.hosts_shown()
+        rows = TALL_PROCESS_ROWS if self.size.height >= TALL_MIN_HEIGHT else PROCESS_ROWS
+        self.query_one(HostSummary).show(shown, now, self.selected)
+        for section, host in zip(self.query(HostSection), shown):
+            section.show(host, now, section.index == self.selected, rows)
+        words = hosts_count(shown, now)
+        times = [host.snapshot.time for host in shown if host.snapshot is not None]
+        clock = StatusView().clock if not times else _clock(max(times))
+        bar = self.query_one(StatusBar)
+        bar.view = StatusView(hostname=words, clock=clock, interval_s=app.interval_s, paused=app.paused)
+
+    def watch_selected(self, selected: int) -> None:
+        if not self.is_mounted:
+            return
+        self._show()
+        sections = list(self.query(HostSection))
+        if 0 <= selected < len(sections):
+            self.query_one("#host-sections", VerticalScroll).scroll_to_widget(sections[selected], animate=False)
+
+    def action_move(self, step: int) -> None:
+        count = len(self.hosts_app.feeds)
+        self.selected = max(0, min(count - 1, self.selected + step))
+
+    def action_open(self) -> None:
+        self.hosts_app.open_host(list(self.hosts_app.feeds)[self.selected])
+
+    @on(HostChosen)
+    def _chosen(self, event: HostChosen) -> None:
+        self.selected = event.index
+        self.action_open()
+
+
+def hosts_count(shown: Sequence[HostShown], now: float) -> str:
+    """``3 hosts: 2 live, 1 down``: how many hosts are in each state, live first, then as they come."""
+    counts: dict[str, int] = {LIVE: 0}
+    for host in shown:
+        state = host.status.shown_state(now)
+        word = "down" if state in DOWN_STATES else state
+        counts[word] = counts.get(word, 0) + 1
+    parts = ", ".join(f"{count} {word}" for word, count in counts.items() if count or word == LIVE)
+    return f"{len(shown)} host{'s' if len(shown) != 1 else ''}: {parts}"
+
+
+def _clock(stamp: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(stamp))
+
+
+class HostDashboardScreen(DashboardScreen):
+    """The single-host dashboard over one host of the multi-host view; a banner says when that host is down."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape", "back", "Hosts", key_display="Esc", tooltip="Back to all hosts (first clears a filter, if any)"
+        ),
+    ]
+
+    def __init__(self, host_name: str) -> None:
+        super().__init__()
+        self.host_name = host_name
+
+    @property
+    def hosts_app(self) -> HostsApp:
+        return self.app  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        self.watch(self.hosts_app, "hosts_generation", self._show_host, init=False)
+        self.set_interval(TICK_S, self._show_host)
+
+    def _show_snapshot(self, snap: Snapshot | None) -> None:
+        super()._show_snapshot(snap)
+        self._show_host()
+
+    def _show_host(self) -> None:
+        """Put the host's state first in the banner while it is not live."""
+        app = self.hosts_app
+        feed = app.feeds[self.host_name]
+        now = app.clock()
+        state = feed.status.shown_state(now)
+        note: tuple[str, ...] = ()
+        last = feed.status.last_snapshot_at
+        age = "" if last is None else fmt_age(now - last)
+        if state == STALE:
+            note = (f"{self.host_name} is stale: no update for {age}; showing its last snapshot",)
+        elif state != LIVE:
+            shown = f"; showing its last snapshot, {age} old" if age else ""
+            note = (f"{self.host_name} is {state}: {down_note(feed.status, now)}{shown}",)
+        snap = app.snapshot
+        extra = tuple(getattr(app, "notices", ()))  # the app's own banner lines, where it has any
+        messages = (*note, *extra, *(screen_messages(snap, None) if snap is not None else ()))
+        banner = self.query_one(Banner)
+        if banner.messages != messages:
+            banner.messages = messages
+            self._fit()
+
+    def action_back(self) -> None:
+        field = self.query_one("#filter", Input)
+        if field.has_class("-shown") or field.value:
+            self.action_clear_filter()
+        else:
+            self.hosts_app.close_host()

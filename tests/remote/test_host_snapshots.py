@@ -1,0 +1,30 @@
+"""Pictures of the multi-host view from fixed hosts, compared with the accepted SVGs in ``__snapshots__``.
+
+Update after a deliberate change with ``pytest tests/remote/test_host_snapshots.py --snapshot-update`` and look at
+the new pictures (``scripts/screenshots hosts-overview hosts-80x24 hosts-drill-down`` renders them as PNG).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop.ui.hosts import HostsApp
+from tests.remote import host_scenes
+from tests.ui.test_snapshots import LARGE, SMALL, settle
+
+
+def three_hosts() -> HostsApp:
+    return HostsApp(host_scenes.ScriptedFleet(events=host_scenes.events()), user="alice")
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_three_hosts_one_of_them_down(snap_compare, size: tuple[int, int]) -> None:
+    assert snap_compare(three_hosts(), terminal_size=size, run_before=settle)
+
+
+def test_the_dead_host_selected(snap_compare) -> None:
+    assert snap_compare(three_hosts(), terminal_size=(120, 40), press=["down", "down"], run_before=settle)
+
+
+def test_one_host_opened(snap_compare) -> None:
+    assert snap_compare(three_hosts(), terminal_size=SMALL, press=["down", "enter"], run_before=settle)
