@@ -78,6 +78,8 @@ class DashboardScreen(Screen[None]):
     options: var[ViewOptions] = var(ViewOptions)
     training_pid: var[int | None] = var(None)
     """The training process the training panel shows (``training_target``), None while there is none."""
+    reserved_lines = 0
+    """Lines taken by what a subclass docks above the footer (the replay's timeline bar)."""
 
     @property
     def gputop(self) -> GputopApp:
@@ -92,8 +94,9 @@ class DashboardScreen(Screen[None]):
         yield AdvicePanel()
         yield Static(id="process-note", markup=False)
         yield ProcessTable()
-        yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
         yield Footer()
+        # After the footer: both are docked at the bottom, and the later one is drawn over the other.
+        yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
 
     def on_mount(self) -> None:
         app = self.gputop
@@ -102,6 +105,7 @@ class DashboardScreen(Screen[None]):
         self.watch(app, "snapshot", self._show_snapshot)
         self.watch(app, "paused", self._show_status)
         self.watch(app, "interval_s", self._show_status)
+        self.watch(app, "advice_note", self._show_advice_note, init=False)
         self.query_one(ProcessTable).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -118,7 +122,7 @@ class DashboardScreen(Screen[None]):
         if snap is None:
             return
         app = self.gputop
-        self.query_one(Banner).messages = screen_messages(snap, app.focus_pid)
+        self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
         gpus = snap.gpus
         if app.focus_pid is not None:
             family = focus_family(snap, app.focus_pid)
@@ -148,7 +152,11 @@ class DashboardScreen(Screen[None]):
         # The PID is worth its room only when a finding is about another process than the panel's.
         others = any(a.pid != self.training_pid for a in app.advice)
         limit = 5 if self.size.height >= DETAILED_TRAINING_MIN_HEIGHT else 3
-        self.query_one(AdvicePanel).shown = AdviceShown(app.advice, show_pid=others, limit=limit)
+        self.query_one(AdvicePanel).shown = AdviceShown(app.advice, show_pid=others, limit=limit, note=app.advice_note)
+
+    def _show_advice_note(self) -> None:
+        self._show_training()
+        self._fit()
 
     def watch_training_pid(self) -> None:
         self.refresh_bindings()
@@ -197,7 +205,7 @@ class DashboardScreen(Screen[None]):
         host = self.query_one(HostPanel)
         host.set_per_core(height >= PER_CORE_MIN_HEIGHT)
         banner = self.query_one(Banner)
-        others = 1 + 1 + (2 if height >= PER_CORE_MIN_HEIGHT else 1) + TABLE_MIN_LINES
+        others = 1 + 1 + self.reserved_lines + (2 if height >= PER_CORE_MIN_HEIGHT else 1) + TABLE_MIN_LINES
         others += len(banner.messages) if banner.messages else 0
         width = self.size.width
         others += self.query_one(TrainingPanel).line_count(width) + self.query_one(AdvicePanel).line_count(width)

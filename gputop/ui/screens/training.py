@@ -70,6 +70,7 @@ class TrainingScreen(Screen[None]):
         self.watch(app, "snapshot", self._refresh_training)
         self.watch(app, "paused", self._refresh_status)
         self.watch(app, "interval_s", self._refresh_status)
+        self.watch(app, "advice_note", self._refresh_training, init=False)
 
     def on_resize(self) -> None:
         self._arrange()
@@ -99,7 +100,8 @@ class TrainingScreen(Screen[None]):
             return
         shown = TrainingShown(view, snap.time, gpu_totals(snap), detailed=True, worker_rows=len(view.workers))
         self.query_one(TrainingPanel).show(shown, app.history.processes.get(self.pid))
-        self.query_one(AdvicePanel).shown = AdviceShown(job_advice(app.advice, snap, view), full=True)
+        advice = job_advice(app.advice, snap, view)
+        self.query_one(AdvicePanel).shown = AdviceShown(advice, full=True, note=app.advice_note)
         self._arrange()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

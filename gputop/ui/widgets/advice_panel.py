@@ -29,6 +29,8 @@ class AdviceShown:
     full: bool = False
     show_pid: bool = False
     limit: int | None = None
+    note: str = ""
+    """Shown, dimmed, while there are no findings to show yet (a replay computing them); empty: no note."""
 
 
 def advice_title(advice: Sequence[Advice], full: bool) -> str:
@@ -63,10 +65,10 @@ class AdvicePanel(TextLines, Widget):
     shown: reactive[AdviceShown] = reactive(lambda: AdviceShown(()))
 
     def watch_shown(self, old: AdviceShown, new: AdviceShown) -> None:
-        self.set_class(bool(new.advice), "-shown")
+        self.set_class(bool(new.advice or new.note), "-shown")
         self.set_class(not new.full, "-brief")
-        text = advice_title(new.advice, new.full)
-        if new.advice and self.border_title != text:
+        text = advice_title(new.advice, new.full) if new.advice else " Advice "
+        if (new.advice or new.note) and self.border_title != text:
             self.border_title = text
         before = len(self._drawn[1])
         if len(self.drawn_lines()) != before or old.full != new.full:
@@ -74,7 +76,7 @@ class AdvicePanel(TextLines, Widget):
 
     def line_count(self, outer_width: int) -> int:
         """How many lines the panel takes at ``outer_width`` cells wide, its border included (0 when hidden)."""
-        if not self.shown.advice:
+        if not (self.shown.advice or self.shown.note):
             return 0
         return (2 if self.shown.full else 1) + len(self._lines(max(0, outer_width - SIDES)))
 
@@ -89,9 +91,15 @@ class AdvicePanel(TextLines, Widget):
 
     def _lines(self, width: int) -> list[Text]:
         shown = self.shown
-        if width <= 0 or not shown.advice:
+        if width <= 0:
             return []
         style = self.component_style
+        if not shown.advice:
+            if not shown.note:
+                return []
+            note = Text(shown.note, style=style("advice-panel--dim"))
+            note.truncate(width, overflow="ellipsis")
+            return [note]
         palette = Palette(
             label=style("advice-panel--label"),
             spark=style("advice-panel--info"),

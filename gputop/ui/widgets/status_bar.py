@@ -24,6 +24,8 @@ class StatusView:
     interval_s: float = 1.0
     paused: bool = False
     focus_pid: int | None = None
+    label: str = ""
+    """Shown instead of the refresh interval: ``REPLAY run.gputop`` in a replay."""
 
 
 def driver_text(snap: Snapshot) -> str:
@@ -47,8 +49,9 @@ class StatusBar(TextLines, Widget):
     view: reactive[StatusView] = reactive(StatusView)
 
     def show(self, snap: Snapshot | None, interval_s: float, paused: bool, focus_pid: int | None) -> None:
+        label = getattr(self.app, "status_label", "")  # a replay's app names its file; a live one has none
         if snap is None:
-            self.view = StatusView(interval_s=interval_s, paused=paused, focus_pid=focus_pid)
+            self.view = StatusView(interval_s=interval_s, paused=paused, focus_pid=focus_pid, label=label)
             return
         self.view = StatusView(
             hostname=snap.host.hostname,
@@ -57,6 +60,7 @@ class StatusBar(TextLines, Widget):
             interval_s=interval_s,
             paused=paused,
             focus_pid=focus_pid,
+            label=label,
         )
 
     def text_key(self) -> object:
@@ -71,9 +75,10 @@ class StatusBar(TextLines, Widget):
                 left.append("  │  ", style=muted)
                 left.append(part)
         badge = [(" PAUSED ", paused), "  "] if view.paused else []
-        interval = (f"every {view.interval_s:g}s  ", muted)
+        interval = (f"{view.label}  ", name) if view.label else (f"every {view.interval_s:g}s  ", muted)
         graphs = (f"graphs {HISTORY_S / 60:g} min  ", muted)
-        for parts in ((interval, graphs), (interval,), ()):
+        # A replay's label stays: the host and driver on the left are cut first.
+        for parts in ((interval, graphs), (interval,), *([] if view.label else [()])):
             right = Text.assemble(*badge, *parts, view.clock)
             if left.cell_len + right.cell_len + 2 <= width:
                 break

@@ -1,0 +1,55 @@
+"""Fixtures for the replay's tests: recordings written by the real ``Recorder``, and replays of them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gputop.model import Snapshot
+from gputop.store import Recording, open_recording
+from gputop.ui.replay import ReplayApp, ReplaySource
+from tests.replay.recordings import job_snapshots, record
+from tests.ui.conftest import USER, utc  # noqa: F401  (utc: the clocks on screen read the same everywhere)
+
+MakeReplay = Callable[..., ReplayApp]
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> tuple[Path, list[Snapshot]]:
+    """A recording of the starved, then fed, training job, and the snapshots written to it."""
+    snapshots = job_snapshots()
+    return record(tmp_path / "job.gputop", snapshots), snapshots
+
+
+@pytest.fixture
+def make_replay() -> Iterator[MakeReplay]:
+    """``make_replay(path, **options)``: a paused replay of the recording at ``path``, run by ``alice``."""
+    opened: list[Recording] = []
+
+    def make(path: Path, **options: object) -> ReplayApp:
+        recording = open_recording(path)
+        opened.append(recording)
+        options.setdefault("play", False)
+        options.setdefault("user", USER)
+        return ReplayApp(ReplaySource(recording), **options)  # type: ignore[arg-type]
+
+    yield make
+    for recording in opened:
+        recording.close()
+
+
+async def wait_until(pilot, condition: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never got {what}")
+        await pilot.pause(0.02)
+
+
+async def findings_ready(pilot, app: ReplayApp) -> None:  # type: ignore[no-untyped-def]
+    await wait_until(pilot, lambda: app.findings is not None, "the findings computed")
+    await pilot.pause()
