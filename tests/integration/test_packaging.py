@@ -24,3 +24,4 @@ def test_the_wheel_carries_the_files_the_program_loads_at_run_time(tmp_path):
 
     assert "gputop/ui/gputop.tcss" in names  # the dashboard's stylesheet (Textual reads it at start)
     assert "gputop/probe/_boot/sitecustomize.py" in names  # what `gputop run` puts on PYTHONPATH
+    assert "gputop/demo/job.py" in names  # the training job `gputop demo` runs with python -m gputop.demo.job
