@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gputop import __version__
+from gputop.remote.options import HostsError, HostsRequest, add_host_options, hosts_request
 
 if TYPE_CHECKING:
     from gputop.advisor import AdvisorConfig
@@ -94,11 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
     parser.add_argument("--pid", type=_pid, metavar="PID", help="focus on one process, its children and workers")
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
+    add_host_options(parser)
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     stream = commands.add_parser("stream", help="print one JSON snapshot per line, every interval, until stopped")
     _add_interval(stream, "stream_interval", "seconds between snapshots (default 1.0)")
     stream.add_argument("-n", "--count", type=_count, metavar="N", help="stop after N snapshots")
+    stream.add_argument(
+        "--full", action="store_true", help="whole snapshots, lossless, for gputop --host (not the schema-1 document)"
+    )
     export = commands.add_parser(
         "export",
         help="serve the snapshot as Prometheus metrics, or write it for node_exporter (docs/exporter.md)",
@@ -124,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="at exit, write the advisor's findings and the job's last training view to FILE as JSON ('-': stdout)",
     )
+    run.add_argument(
+        "--record", metavar="FILE", help="record every snapshot of the job into FILE, a new recording (gputop replay)"
+    )
     run.add_argument("--window", type=_seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}")
     _add_interval(
         run,
@@ -134,16 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     report = commands.add_parser(
         "report",
-        help="watch a training job for a while, then print the advisor's findings (docs/advisor.md)",
+        help="the advisor's findings on a training job: watched live for N seconds, or over a recording",
+        usage="gputop report --pid PID [--seconds N] [--json] [--window S]\n"
+        "       gputop report FILE [--pid PID] [--json] [--window S]",
         description="Watch PID and the training processes below it for N seconds, then print what the advisor "
         "found: the change each problem needs, with the value and the measurements behind it. The input pipeline's "
-        "timing comes from gputop's probe (a job started with gputop run, or one that calls gputop.probe.install()).",
+        "timing comes from gputop's probe (a job started with gputop run, or one that calls gputop.probe.install()). "
+        "Given a recording FILE (gputop record, gputop run --record), run the advisor over all of it instead and "
+        "say when each finding held (docs/recording.md).",
     )
-    report.add_argument("--pid", type=_pid, required=True, metavar="PID", dest="report_pid", help="the job to watch")
+    report.add_argument("report_file", nargs="?", metavar="FILE", help="a recording to report on")
+    report.add_argument(
+        "--pid", type=_pid, metavar="PID", dest="report_pid", help="the job to watch (in a recording: to judge)"
+    )
     report.add_argument(
         "--seconds",
         type=_seconds,
-        default=60.0,
         metavar="N",
         help="how long to watch (default 60; at least one --window)",
     )
@@ -159,17 +173,26 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--pid", type=_pid, metavar="PID", dest="record_pid", help="focus on one process")
     _add_interval(record, "record_interval", "seconds between snapshots (default 1.0)")
     record.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this many seconds")
+    from gputop.demo import add_parser as add_demo_parser
+
+    add_demo_parser(commands)
+    from gputop.ui.replay_cli import add_replay_parser
+
+    add_replay_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        hosts = hosts_request(args)
         if args.pid is not None:
             _check_pid_exists(args.pid)
         if args.command == "record" and args.record_pid is not None:
             _check_pid_exists(args.record_pid)
         if args.command == "report":
+            _check_report_args(args)
+        if args.command == "report" and args.report_file is None:
             _check_pid_exists(args.report_pid)
             window_s = _advisor_config(args.report_window).window_s
             if args.seconds < window_s:
@@ -177,12 +200,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"--seconds {args.seconds:g} is shorter than the {window_s:g} s a condition must hold "
                     "to be reported (--window)"
                 )
-    except UsageError as exc:
+    except (UsageError, HostsError) as exc:
         print(f"gputop: error: {exc}", file=sys.stderr)
         return 2
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "demo":
+            from gputop.demo import run_demo
+
+            return run_demo(args)
+        if args.command == "replay":
+            from gputop.ui.replay_cli import replay_main
+
+            return replay_main(args)
         if args.command == "export":
             return _export(args)
         if args.command == "report":
@@ -190,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "record":
             return _record(args)
         if args.command == "stream":
-            return _stream(args.stream_interval, args.count, args.pid)
+            return _stream(args.stream_interval, args.count, args.pid, args.full)
+        if hosts is not None:
+            return _hosts(args.interval, args.readonly, hosts)
         if args.once or args.json:
             return _once(args.json, args.pid)
         return _watch(args.interval, args.pid, args.readonly)
@@ -215,20 +248,25 @@ def _once(as_json: bool, pid: int | None) -> int:
     return 0
 
 
-def _stream(interval_s: float, count: int | None, pid: int | None) -> int:
-    """One compact JSON document per line: the same schema as --json, for other programs (and remote hosts)."""
+def _stream(interval_s: float, count: int | None, pid: int | None, full: bool = False) -> int:
+    """One compact JSON document per line: the same schema as --json, for other programs; ``full``: the whole
+    snapshot instead (``gputop.store.snapshot_json``), for the multi-host view on another machine."""
     import json
     import time
 
     from gputop.collect.sampler import SnapshotMaker
     from gputop.output import snapshot_to_dict
+    from gputop.store import snapshot_json
 
     maker = SnapshotMaker(focus_pid=pid)
     try:
         snap = maker.one_shot()
         written = 0
         while True:
-            sys.stdout.write(json.dumps(snapshot_to_dict(snap), separators=(",", ":")) + "\n")
+            if full:  # gputop --host on another machine reads these back into snapshots
+                sys.stdout.buffer.write(snapshot_json(snap) + b"\n")
+            else:
+                sys.stdout.write(json.dumps(snapshot_to_dict(snap), separators=(",", ":")) + "\n")
             sys.stdout.flush()
             written += 1
             if count is not None and written >= count:
@@ -258,6 +296,7 @@ def _run(args: argparse.Namespace) -> int:
         report_json=args.report_json,
         interval_s=args.run_interval,
         advisor_config=_advisor_config(args.run_window),
+        record=args.record,
     )
 
 
@@ -274,10 +313,43 @@ def _advisor_config(window_s: float | None) -> AdvisorConfig:
     return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
 
 
+def _check_report_args(args: argparse.Namespace) -> None:
+    if args.report_file is not None:
+        if args.seconds is not None:
+            raise UsageError("--seconds is for watching a live job: a recording is reported whole")
+        return
+    if args.report_pid is None:
+        raise UsageError("gputop report needs --pid PID (a live job) or a recording FILE")
+    if args.seconds is None:
+        args.seconds = 60.0
+
+
+def _report_recording(args: argparse.Namespace) -> int:
+    import json
+
+    from gputop.advisor.report import recording_document, render_recording_report, report_recording
+    from gputop.store import RecordingError
+
+    try:
+        report = report_recording(args.report_file, args.report_pid, _advisor_config(args.report_window))
+    except RecordingError as exc:
+        print(f"gputop: error: {exc}", file=sys.stderr)
+        return 2
+    if args.report_as_json:
+        sys.stdout.write(json.dumps(recording_document(report), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_recording_report(report))
+    sys.stdout.flush()
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     import json
 
     from gputop.advisor.report import advice_document, render_advice, watch
+
+    if args.report_file is not None:
+        return _report_recording(args)
 
     seen = watch(args.report_pid, args.seconds, _advisor_config(args.report_window))
     raised = seen.advisor.raised()
@@ -305,3 +377,14 @@ def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:
         )
         return 1
     return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly)
+
+
+def _hosts(interval_s: float, readonly: bool, hosts: HostsRequest) -> int:
+    try:
+        from gputop.ui.hosts import run_hosts
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("textual", "rich"):
+            raise
+        print("gputop: error: the multi-host view needs Textual (pip install textual)", file=sys.stderr)
+        return 1
+    return run_hosts(hosts, interval_s=interval_s, readonly=readonly)

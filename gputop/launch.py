@@ -34,6 +34,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself, such as the terminal's Ctrl-C to its foreground group
 HEADLESS_STATUS_EVERY_S = 5.0
 SAMPLE_EVERY_S = 1.0
+STOP_GRACE_S = 5.0
 
 
 def probe_env(environ: dict[str, str], directory: str, run_id: str) -> dict[str, str]:
@@ -52,18 +53,46 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def stop(child: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    """End the command: SIGINT (as Ctrl-C), then SIGTERM and SIGKILL, each after ``grace_s`` more without an exit."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=grace_s)
+            return
+
+
 def run(
     command: Sequence[str],
     headless: bool,
     report_json: str | None,
     interval_s: float | None,
     advisor_config: AdvisorConfig | None = None,
+    record: str | None = None,
+    dashboard_options: dict[str, Any] | None = None,
+    stop_on_close: bool = False,
 ) -> int:
     """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable).
 
     Headless, the advisor's findings are printed on stderr when the command ends; ``report_json`` names a file
-    (``-``: stdout) for them and the job's last training views.
+    (``-``: stdout) for them and the job's last training views. ``record`` names a new recording file that gets
+    every snapshot the advisor sees, from the job's start to its end; one that cannot be created is an error
+    (exit 2) before the job starts. ``dashboard_options`` go to ``run_dashboard`` as they are; with
+    ``stop_on_close``, closing the dashboard stops the command (``stop``) instead of waiting for it.
     """
+    advisor = Advisor(None, advisor_config)  # its pid is set once the job has one
+    sink = None
+    if record is not None:
+        from gputop.store.record import Sink
+        from gputop.store.recording import Recorder, RecordingError
+
+        every_s = sample_every_s(advisor.config, SAMPLE_EVERY_S) if headless else interval_s or 1.0
+        try:
+            sink = Sink(Recorder(record, every_s))
+        except RecordingError as exc:
+            print(f"gputop: error: {exc}", file=sys.stderr, flush=True)
+            return 2
     directory = channel.report_dir()
     problem = channel.ensure_dir(directory)
     if problem:
@@ -77,33 +106,43 @@ def run(
     log_path = os.path.join(directory, f"run-{run_id}.log") if dashboard is not None and not problem else None
     try:
         child = _start(command, probe_env(dict(os.environ), directory, run_id), log_path)
-    except FileNotFoundError:
-        _say(f"command not found: {command[0]}")
-        return 127
-    except PermissionError:
-        _say(f"command not runnable: {command[0]}")
-        return 126
+    except (FileNotFoundError, PermissionError) as exc:
+        if sink is not None:
+            sink.close()
+        missing = isinstance(exc, FileNotFoundError)
+        _say(f"command {'not found' if missing else 'not runnable'}: {command[0]}")
+        return 127 if missing else 126
     forwarder = SignalForwarder(child)
     forwarder.start()
     views: tuple[TrainingView, ...] = ()
-    watcher = _Watcher(child.pid, Advisor(child.pid, advisor_config))
+    advisor.pid = child.pid
+    watcher = _Watcher(child.pid, advisor, sink)
+    if sink is not None:
+        _say(f"recording to {record}")
     try:
         if dashboard is not None:
             if log_path:
                 _say(f"job output goes to {log_path}")
-            dashboard(interval_s=interval_s or 1.0, pid=child.pid, readonly=False)
-            if child.poll() is None:
+            # The dashboard samples while it is open: its snapshots feed the report's advisor and the recording.
+            options = {"advisor_config": advisor_config, "close": forwarder.hung_up, **(dashboard_options or {})}
+            dashboard(interval_s=interval_s or 1.0, pid=child.pid, readonly=False, on_snapshot=watcher.take, **options)
+            if child.poll() is None and stop_on_close:
+                _say(f"dashboard closed; stopping PID {child.pid}")
+                stop(child)
+            elif child.poll() is None:
                 _say(f"dashboard closed; waiting for PID {child.pid} (kill -INT {os.getpid()} interrupts it)")
         views = watcher.watch(child, status_every_s=interval_s or HEADLESS_STATUS_EVERY_S)
     finally:
         watcher.close()
+        if sink is not None:
+            sink.close()
+            _say(f"recorded {sink.recorder.written} snapshots to {record}")
     code = exit_code(child.wait())
     if log_path:
         _say(f"job output was written to {log_path}")
     raised = watcher.advisor.raised()
     if headless or dashboard is None:
-        sys.stderr.write(f"gputop: advisor findings for PID {child.pid}:\n{render_advice(raised)}")
-        sys.stderr.flush()
+        _tell(f"gputop: advisor findings for PID {child.pid}:\n{render_advice(raised)}")
     if report_json:
         final = watcher.final_views(views, run_id) if not problem else views
         document = advice_document(
@@ -158,7 +197,16 @@ def _dashboard() -> tuple[Callable[..., Any] | None, str | None]:
 
 
 def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
+    _tell(f"gputop: {message}\n")
+
+
+def _tell(text: str) -> None:
+    """Write to stderr; a terminal that has hung up (EIO) or a closed pipe loses the text, not the job's watch."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _view_dict(view: TrainingView) -> dict[str, Any]:
@@ -172,6 +220,8 @@ class SignalForwarder:
 
     def __init__(self, child: subprocess.Popen) -> None:
         self.child = child
+        self.hung_up = threading.Event()
+        """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it."""
 
     def start(self) -> None:
         # Threads started from now on inherit the mask, so only this thread ever takes these signals.
@@ -181,6 +231,10 @@ class SignalForwarder:
     def _run(self) -> None:
         while True:
             info = signal.sigwaitinfo(FORWARDED)
+            if info.si_signo == signal.SIGHUP:
+                # The terminal is gone (its window closed, tmux killed it, the ssh link dropped): the dashboard
+                # has nothing left to draw on, so it closes, whether the kernel or a terminal program sent it.
+                self.hung_up.set()
             if info.si_code == SI_KERNEL:
                 continue  # the terminal signalled its whole foreground group, the command included
             if self.child.poll() is None:
@@ -191,9 +245,10 @@ class SignalForwarder:
 class _Watcher:
     """Samples the command's process tree on the calling thread until the command exits, feeding the advisor."""
 
-    def __init__(self, pid: int, advisor: Advisor) -> None:
+    def __init__(self, pid: int, advisor: Advisor, record: Callable[[Any], None] | None = None) -> None:
         self.pid = pid
         self.advisor = advisor
+        self._record = record
         self._advisor_failed = False
         self._maker: Any = None
 
@@ -214,12 +269,19 @@ class _Watcher:
             except subprocess.TimeoutExpired:
                 pass
             snap = self._maker.snapshot()
-            self._advise(snap)
+            self.take(snap)
             views = job_views(snap.training, self.pid) or views
             now = time.monotonic()
             if now >= status_due and views:
                 _say(status_line(views, now - started))
                 status_due = now + status_every_s
+
+    def take(self, snap: Any) -> None:
+        """One snapshot of the job: to the recording, if any, and to the advisor. Called from one thread at a
+        time: the dashboard's sampler while it is open, then ``watch``."""
+        if self._record is not None:
+            self._record(snap)
+        self._advise(snap)
 
     def _advise(self, snap: Any) -> None:
         if self._advisor_failed:

@@ -6,14 +6,19 @@ most urgent first, those still active before those that cleared.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.advisor.engine import Advisor
+from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.model import Advice
+
+if TYPE_CHECKING:
+    from gputop.store.recording import RecordingInfo
 
 SCHEMA = 1
 REPORT_EVERY_S = 1.0
@@ -49,16 +54,23 @@ def render_advice(raised: Sequence[tuple[Advice, bool]]) -> str:
         return "No findings: nothing held long enough to report.\n"
     lines = []
     for advice, active in raised:
-        state = "" if active else " (cleared)"
-        lines.append(f"{advice.severity.upper():<8} {advice.id}{state}: {advice.title}")
-        lines.append(f"         {advice.detail}")
-        lines.append(f"         → {advice.action}")
+        lines.extend(_headline(advice, active))
         since = time.strftime("%H:%M:%S", time.localtime(advice.since))
         tail = f"PID {advice.pid}, from {advice.source}, since {since}"
         if advice.suggest:
             tail = f"suggest {advice.suggest_text}; {tail}"
         lines.append(f"         {tail}")
     return "\n".join(lines) + "\n"
+
+
+def _headline(advice: Advice, active: bool) -> list[str]:
+    """A finding's severity, id and title, then its measurements and the change, as three lines."""
+    state = "" if active else " (cleared)"
+    return [
+        f"{advice.severity.upper():<8} {advice.id}{state}: {advice.title}",
+        f"         {advice.detail}",
+        f"         → {advice.action}",
+    ]
 
 
 def sample_every_s(config: AdvisorConfig, interval_s: float = REPORT_EVERY_S) -> float:
@@ -103,3 +115,128 @@ def watch(pid: int, seconds: float, config: AdvisorConfig, interval_s: float = R
     finally:
         maker.close()
     return Watch(advisor, snapshots, time.monotonic() - started, ended)
+
+
+# -- a recording ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingReport:
+    """The advisor over a whole recording: its metadata, the snapshots read, the findings with their spans."""
+
+    info: RecordingInfo
+    pid: int | None
+    """The job judged: ``--pid``, else the recording's focus (None: every training process)."""
+    timeline: AdviceTimeline
+    damage: str | None
+
+    @property
+    def first(self) -> float | None:
+        return self.timeline.times[0] if self.timeline.times else None
+
+    @property
+    def last(self) -> float | None:
+        return self.timeline.times[-1] if self.timeline.times else None
+
+
+def report_recording(path: str, pid: int | None, config: AdvisorConfig) -> RecordingReport:
+    """Read ``path`` once, feeding every snapshot to the advisor. Raises ``RecordingError`` when it cannot be
+    opened; a damaged file gives the findings of what could be read, and ``damage`` says what was not."""
+    from gputop.store import open_recording
+
+    with open_recording(path) as recording:
+        snapshots = iter(recording)
+        first = next(snapshots, None)
+        if pid is None and first is not None:
+            pid = first.focus_pid
+        timeline = advise(itertools.chain([first] if first is not None else [], snapshots), pid, config)
+        return RecordingReport(recording.info, pid, timeline, recording.damage)
+
+
+def _span_dict(span: Span) -> dict[str, Any]:
+    return {"from": span.start, "to": span.end}
+
+
+def recording_document(report: RecordingReport) -> dict[str, Any]:
+    """The JSON document of ``gputop report FILE`` (docs/recording.md): every finding as in ``advice_document``,
+    each with ``held`` (its spans, ``to`` null while still active at the end) and ``held_s``."""
+    info, last = report.info, report.last
+    advice = []
+    for finding in report.timeline.findings:
+        entry = advice_to_dict(finding.advice, finding.active)
+        entry["held"] = [_span_dict(span) for span in finding.spans]
+        entry["held_s"] = round(finding.held_s(last or 0.0), 3)
+        advice.append(entry)
+    return {
+        "schema": SCHEMA,
+        "recording": {
+            "path": info.path,
+            "hostname": info.hostname,
+            "gputop_version": info.gputop_version,
+            "interval_s": info.interval_s,
+            "started": info.started,
+            "ended": info.ended,
+            "first": report.first,
+            "last": report.last,
+            "snapshots": len(report.timeline),
+            "damage": report.damage,
+        },
+        "pid": report.pid,
+        "advice": advice,
+        "advisor_failed": report.timeline.failed,
+    }
+
+
+def _clock(t: float, with_date: bool = False) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
+
+
+def _length(seconds: float) -> str:
+    """1h02m03s, 5m07s, 42s."""
+    s = round(max(0.0, seconds))
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{s:02d}s"
+    return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
+
+
+def render_recording_report(report: RecordingReport) -> str:
+    """``gputop report FILE`` as text: what was recorded, then each finding with when it held."""
+    info, first, last = report.info, report.first, report.last
+    lines = []
+    host = f" on {info.hostname}" if info.hostname else ""
+    if first is None or last is None:
+        lines.append(f"{info.path}: no snapshots{host}")
+    else:
+        lines.append(
+            f"{info.path}: {len(report.timeline)} snapshots{host}, {_clock(first, True)} to {_clock(last)} "
+            f"({_length(last - first)})"
+        )
+    who = f"PID {report.pid} and the training processes below it" if report.pid else "every training process"
+    lines.append(f"Advisor over {who}")
+    if info.ended is None:
+        lines.append("Note: the recording has no end mark: it is still being written, or its writer was stopped")
+    if report.damage:
+        lines.append(f"Note: {report.damage}")
+    if report.timeline.failed:
+        lines.append(f"Note: {report.timeline.failed}; findings up to there")
+    lines.append("")
+    if not report.timeline.findings:
+        lines.append("No findings: nothing held long enough to report.")
+        return "\n".join(lines) + "\n"
+    span_of = last - first if first is not None and last is not None and last > first else None
+    for finding in report.timeline.findings:
+        lines.extend(_headline(finding.advice, finding.active))
+        held = finding.held_s(last or 0.0)
+        share = f", {held / span_of:.0%} of the recording" if span_of else ""
+        spans = ", ".join(
+            f"{_clock(s.start)}–{_clock(s.end) if s.end is not None else 'end'}" for s in finding.spans[:6]
+        )
+        if len(finding.spans) > 6:
+            spans += f" and {len(finding.spans) - 6} more"
+        times = f"{len(finding.spans)} times: " if len(finding.spans) > 1 else ""
+        lines.append(f"         PID {finding.advice.pid}; held {_length(held)}{share}; {times}{spans}")
+        if finding.advice.suggest:
+            lines.append(f"         suggest {finding.advice.suggest_text}")
+    return "\n".join(lines) + "\n"

@@ -80,3 +80,30 @@ def _say(line: str) -> None:
 def _error(message: str, status: int) -> int:
     print(f"gputop: error: {message}", file=sys.stderr, flush=True)
     return status
+
+
+class Sink:
+    """Feeds a recording from a live view (``gputop run --record``): callable with each snapshot, from any thread.
+
+    A write error (a full disk) is said once on stderr and ends the recording, never the caller: the job and its
+    dashboard go on. What was committed before stays readable.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.failed = False
+
+    def __call__(self, snap: Snapshot) -> None:
+        if self.failed:
+            return
+        try:
+            self.recorder.append(snap)
+        except RecordingError as exc:
+            self.failed = True
+            _error(f"{exc}; recording stopped", 1)
+
+    def close(self) -> None:
+        try:
+            self.recorder.close()
+        except RecordingError as exc:
+            _error(str(exc), 1)

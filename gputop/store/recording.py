@@ -15,6 +15,7 @@ import shutil
 import socket
 import sqlite3
 import tempfile
+import threading
 import time
 import types
 import typing
@@ -133,8 +134,9 @@ def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
 class Recorder:
     """Appends snapshots to a new recording file, committing them in batches every ``flush_every_s``.
 
-    A process killed with SIGKILL loses at most the snapshots appended since the last commit. Use it from one
-    thread (the SQLite connection belongs to the thread that made it).
+    A process killed with SIGKILL loses at most the snapshots appended since the last commit. Any thread may
+    append (a sampler's callback, say); one lock serialises them. ``close`` writes ``meta.ended``, so a reader
+    can tell a finished recording from one still being written or cut off.
     """
 
     def __init__(
@@ -154,9 +156,11 @@ class Recorder:
         self._zdict: bytes | None = None
         self._pending_meta: list[tuple[str, str]] = []
         self.written = 0
+        self._lock = threading.Lock()
+        self._closed = False
         _check_writable(self.path)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise RecordingError(f"cannot create {self.path}: {exc}") from None
         try:
@@ -187,10 +191,13 @@ class Recorder:
     def append(self, snap: Snapshot) -> None:
         """Add a snapshot; commits the batch when ``flush_every_s`` has passed since the last commit."""
         text = snapshot_json(snap)
-        if self._zdict is None:
-            self._zdict = text
-            self._pending_meta.append(("zdict", json.dumps(text.decode())))
-        self._pending.append((snap.time, _compress(text, self._zdict)))
+        with self._lock:
+            if self._closed:
+                return
+            if self._zdict is None:
+                self._zdict = text
+                self._pending_meta.append(("zdict", json.dumps(text.decode())))
+            self._pending.append((snap.time, _compress(text, self._zdict)))
         self.tick()
 
     def tick(self) -> None:
@@ -200,26 +207,59 @@ class Recorder:
 
     def flush(self) -> None:
         """Commit every snapshot appended so far."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
         self._last_flush = self._clock()
         if not self._pending:
             return
         try:
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT INTO meta VALUES (?, ?)", self._pending_meta)
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", self._pending_meta)
             self._db.executemany("INSERT INTO snapshots (time, data) VALUES (?, ?)", self._pending)
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")  # the batch stays pending: the next flush tries again
             raise RecordingError(f"cannot write {self.path}: {exc}") from None
         self.written += len(self._pending)
         self._pending.clear()
         self._pending_meta.clear()
 
     def close(self) -> None:
-        """Commit what is pending and close the file (which folds the WAL back into it)."""
+        """Commit what is pending, mark the recording ended and close the file (folding the WAL back into it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._pending_meta.append(("ended", json.dumps(time.time())))
+                self._flush_all()
+                self._leave_wal()
+            finally:
+                self._db.close()
+
+    def _leave_wal(self) -> None:
+        """Finished, the file leaves WAL mode: it is then one self-contained file, and readers leave no -wal and
+        -shm files beside it. A reader still attached (a replay of the live file) keeps it in WAL mode, which
+        reads just as well."""
         try:
-            self.flush()
-        finally:
-            self._db.close()
+            self._db.execute("PRAGMA busy_timeout=100")
+            self._db.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.OperationalError:
+            pass
+
+    def _flush_all(self) -> None:
+        """Commit the pending snapshots and meta rows, even when there are no snapshots."""
+        if self._pending:
+            self._flush()
+            return
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", self._pending_meta)
+        except sqlite3.Error as exc:
+            raise RecordingError(f"cannot write {self.path}: {exc}") from None
+        self._pending_meta.clear()
 
     def __enter__(self) -> Recorder:
         return self
@@ -251,6 +291,8 @@ class RecordingInfo:
     hostname: str | None
     started: float | None
     interval_s: float | None
+    ended: float | None = None
+    """When the recorder closed the file; None while it is being written, or when its writer was killed."""
 
 
 class Recording:
@@ -304,6 +346,48 @@ class Recording:
                 yield snap
         if skipped and self.damage is None:
             self.damage = f"{self.info.path} is damaged: skipped {skipped} snapshot(s) that could not be decoded"
+
+    def index(self) -> list[tuple[int, float]]:
+        """``(rowid, time)`` of every snapshot row that can be reached, in recorded order, without decoding any:
+        what a replay needs to lay out its timeline. Reading stops at damage (``damage`` says so)."""
+        found: list[tuple[int, float]] = []
+        last = 0
+        while True:
+            try:
+                rows = self._db.execute(
+                    "SELECT rowid, time FROM snapshots WHERE rowid > ? ORDER BY rowid LIMIT 4096", (last,)
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                rows = []
+                try:
+                    rows = self._db.execute(
+                        "SELECT rowid, time FROM snapshots WHERE rowid > ? ORDER BY rowid LIMIT 1", (last,)
+                    ).fetchall()
+                except sqlite3.DatabaseError:
+                    self.damage = f"{self.info.path} is damaged: stopped reading after snapshot row {last} ({exc})"
+                    return found
+            if not rows or rows[0][0] <= last:
+                return found
+            for rowid, at in rows:
+                if rowid <= last:
+                    self.damage = f"{self.info.path} is damaged: stopped reading after snapshot row {last}"
+                    return found
+                last = rowid
+                if isinstance(at, (int, float)):
+                    found.append((rowid, float(at)))
+
+    def read(self, rowid: int) -> Snapshot:
+        """The snapshot in row ``rowid`` (from ``index``). Raises ``RecordingError`` when it cannot be read."""
+        try:
+            row = self._db.execute("SELECT data FROM snapshots WHERE rowid = ?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
+        if row is None:
+            raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
+        try:
+            return decode_snapshot(row[0], self._dictionary())
+        except ValueError as exc:
+            raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
 
     def _dictionary(self) -> bytes:
         """The preset dictionary, written with the first batch (so read again until it is there)."""
@@ -441,6 +525,7 @@ def _read_info(db: sqlite3.Connection, path: Path) -> RecordingInfo:
         hostname=_opt(meta.get("hostname"), str),
         started=_opt(meta.get("started"), float),
         interval_s=_opt(meta.get("interval_s"), float),
+        ended=_opt(meta.get("ended"), float),
     )
 
 

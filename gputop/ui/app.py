@@ -7,9 +7,11 @@ and through the advisor, whose findings depend on every tick.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import threading
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import var
 
-from gputop.advisor import Advisor
+from gputop.advisor import Advisor, AdvisorConfig
 from gputop.cli import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
 from gputop.ui.history import History
@@ -27,6 +29,7 @@ from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.source import SnapshotSource
+from gputop.ui.terminal import driver_class
 from gputop.ui.widgets.process_table import ProcessTable
 
 INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -84,6 +87,8 @@ class GputopApp(App[int]):
     """The snapshot on screen: the newest one, unless paused."""
     advice: var[tuple[Advice, ...]] = var(tuple)
     """The advisor's findings as of ``snapshot``, most urgent first."""
+    advice_note: var[str] = var("")
+    """A line for the findings' panel while there are no findings to show yet (a replay computing them)."""
     paused = var(False)
     interval_s = var(1.0)
 
@@ -98,8 +103,9 @@ class GputopApp(App[int]):
         readonly: bool = False,
         user: str | None = None,
         advisor: Advisor | None = None,
+        notice: str | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(driver_class=driver_class())
         self.source = source
         self.focus_pid = focus_pid
         self.readonly = readonly
@@ -107,6 +113,8 @@ class GputopApp(App[int]):
         self.history = History()
         # Pure and fed only snapshots, so it runs here on the UI thread: with a focus, that job; else every one.
         self.advisor = advisor if advisor is not None else Advisor(focus_pid)
+        self.notices: tuple[str, ...] = (notice,) if notice else ()
+        """Lines the banner shows above whatever the snapshot calls for (``gputop demo`` says what it runs)."""
         self.latest: Snapshot | None = None
         self._latest_advice: tuple[Advice, ...] = ()
         self._inbox: deque[Snapshot] = deque()
@@ -114,8 +122,12 @@ class GputopApp(App[int]):
         self._wake_pending = False
         self.set_reactive(GputopApp.interval_s, interval_s)
 
+    def dashboard_screen(self) -> DashboardScreen:
+        """The main screen; a subclass may add to it (the replay's timeline)."""
+        return DashboardScreen()
+
     def on_mount(self) -> None:
-        self.push_screen(DashboardScreen())
+        self.push_screen(self.dashboard_screen())
         self.source.subscribe(self._receive)
         self.source.start()
 
@@ -171,12 +183,34 @@ class GputopApp(App[int]):
             self.push_screen(HelpScreen(key_help(self.readonly)))
 
 
-def run_dashboard(interval_s: float, pid: int | None, readonly: bool) -> int:
-    """Run the live dashboard until the user quits; returns the exit status."""
+def run_dashboard(
+    interval_s: float,
+    pid: int | None,
+    readonly: bool,
+    on_snapshot: Callable[[Snapshot], None] | None = None,
+    advisor_config: AdvisorConfig | None = None,
+    notice: str | None = None,
+    close: threading.Event | None = None,
+) -> int:
+    """Run the live dashboard until the user quits; returns the exit status. ``on_snapshot`` also gets every
+    snapshot, on the sampler's thread (``gputop run``'s recording and report). ``advisor_config`` sets the
+    advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
+    closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up)."""
     from gputop.collect.sampler import Sampler, SnapshotMaker
 
     source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
-    app = GputopApp(source, interval_s=interval_s, focus_pid=pid, readonly=readonly)
+    if on_snapshot is not None:
+        source.subscribe(on_snapshot)
+    advisor = Advisor(pid, advisor_config)
+    app = GputopApp(source, interval_s=interval_s, focus_pid=pid, readonly=readonly, advisor=advisor, notice=notice)
+    if close is not None:
+
+        def close_when_set() -> None:
+            close.wait()
+            with contextlib.suppress(RuntimeError):  # the app has already ended
+                app.call_from_thread(app.exit)
+
+        threading.Thread(target=close_when_set, name="gputop-close", daemon=True).start()
     try:
         app.run()
     finally:

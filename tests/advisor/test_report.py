@@ -39,7 +39,7 @@ def gputop(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
         (("--pid", "1", "--seconds", "0"), "must be a positive number of seconds"),
         (("--pid", "1", "--seconds", "soon"), "not a number of seconds: 'soon'"),
         (("--pid", "1", "--seconds", "5"), "--seconds 5 is shorter than the 20 s a condition must hold"),
-        (("--seconds", "30"), "the following arguments are required: --pid"),
+        (("--seconds", "30"), "gputop report needs --pid PID (a live job) or a recording FILE"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(args, says):

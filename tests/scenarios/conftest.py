@@ -1,10 +1,10 @@
 """Running the advisor's scenarios: real training jobs (scripts/job.py) watched by the real gputop, all at once.
 
 Each scenario is a job with a chosen bottleneck, on the fake GPU it describes, watched either by
-``gputop run --headless --report-json FILE`` or, for a job started apart, by ``gputop report --pid --json``, with
-windows of a few seconds. The scenarios that the session selected start together, each in its own processes
-(they spend most of their time asleep or waiting for a window to pass), in a few waves, and each test reads its
-own result.
+``gputop run --headless --report-json FILE --record RECORDING`` or, for a job started apart, by
+``gputop report --pid --json``, with windows of a few seconds. The scenarios that the session selected start
+together, each in its own processes (they spend most of their time asleep or waiting for a window to pass), in a
+few waves, and each test reads its own result.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ class Outcome:
 
     document: dict | None
     stderr: str
+    recording: Path | None = None
+    """``gputop run --record``'s file: every snapshot the live advisor saw."""
 
     @property
     def advice(self) -> dict[str, dict]:
@@ -98,13 +100,14 @@ def run_scenario(scenario: Scenario, home: Path) -> Outcome:
     env = _environment(scenario, home)
     if scenario.watch == "run":
         out = home / "report.json"
+        recording = home / "run.gputop"
         command = [
-            *_gputop("run", "--headless", "-d", "1000", "--report-json", str(out)),
+            *_gputop("run", "--headless", "-d", "1000", "--report-json", str(out), "--record", str(recording)),
             "--",
             *_job(scenario, TRAIN_S),
         ]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-        return Outcome(json.loads(out.read_text()) if out.exists() else None, done.stderr)
+        return Outcome(json.loads(out.read_text()) if out.exists() else None, done.stderr, recording)
     job = subprocess.Popen(
         _job(scenario, TRAIN_S + 10),
         env=probe_env(env, env["GPUTOP_PROBE_DIR"], "scenario"),
@@ -128,11 +131,11 @@ def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """The outcome of every scenario the session selected, run wave by wave."""
     from tests.scenarios.test_scenarios import SCENARIOS
 
-    wanted = [
-        SCENARIOS[item.callspec.params["name"]]
+    wanted = {  # a scenario once, however many of its tests were selected
+        item.callspec.params["name"]: SCENARIOS[item.callspec.params["name"]]
         for item in request.session.items
         if hasattr(item, "callspec") and item.callspec.params.get("name") in SCENARIOS
-    ]
+    }.values()
     root = tmp_path_factory.mktemp("scenarios")
     found: dict[str, Outcome] = {}
     for number in sorted({s.wave for s in wanted}):

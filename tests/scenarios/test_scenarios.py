@@ -8,11 +8,13 @@ clock reasons) the fake NVML driver lists the job's real PID on a fake H100. Win
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from gputop.advisor import RULE_IDS
-from tests.scenarios.conftest import Outcome, Scenario, usable_cores
+from tests.scenarios.conftest import WINDOW_S, Outcome, Scenario, usable_cores
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -189,3 +191,31 @@ def test_scenario(name: str, outcomes: dict[str, Outcome]) -> None:
     assert set(found) <= set(RULE_IDS)
     if scenario.check is not None:
         scenario.check(found)
+
+
+RUN_SCENARIOS = [name for name, scenario in SCENARIOS.items() if scenario.watch == "run"]
+
+
+@pytest.mark.parametrize("name", RUN_SCENARIOS)
+def test_report_over_the_recording_says_what_the_live_advisor_said(name: str, outcomes: dict[str, Outcome]) -> None:
+    """``gputop report FILE`` over ``gputop run --record``'s file gives the live run's findings, field for field:
+    the advisor takes its times from the snapshots, so the same snapshots give the same findings."""
+    outcome = outcomes[name]
+    assert outcome.document is not None and outcome.recording is not None, outcome.stderr[-3000:]
+    done = subprocess.run(
+        [sys.executable, "-m", "gputop", "report", str(outcome.recording), "--json", "--window", str(WINDOW_S)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+
+    assert report["pid"] == outcome.document["pid"]
+    assert report["recording"]["ended"] is not None and report["recording"]["damage"] is None
+    live = outcome.document["advice"]
+    replayed = [{k: v for k, v in a.items() if k not in ("held", "held_s")} for a in report["advice"]]
+    assert replayed == live
+    for finding in report["advice"]:
+        assert finding["held"][-1]["from"] == finding["since"], "the last span starts when the finding was raised"
+        assert finding["active"] == (finding["held"][-1]["to"] is None)

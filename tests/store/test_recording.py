@@ -196,9 +196,14 @@ def test_the_file_is_sqlite_in_wal_mode_with_the_documented_tables(tmp_path):
     path = tmp_path / "r.gputop"
     with Recorder(path, 0.5, hostname="h", started=100.0) as rec:
         rec.append(training_snapshot(5.0))
+        rec.flush()
+        writing = sqlite3.connect(path)
+        assert writing.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        writing.close()
 
-    db = sqlite3.connect(path)
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.gputop"], "a finished recording is one file"
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     meta = dict(db.execute("SELECT key, value FROM meta"))
     assert meta["format"] == '"gputop-recording"' and meta["hostname"] == '"h"' and meta["started"] == "100.0"
@@ -208,6 +213,7 @@ def test_the_file_is_sqlite_in_wal_mode_with_the_documented_tables(tmp_path):
     assert t == 5.0 and decode_snapshot(data, zdict) == training_snapshot(5.0)
     assert encode_snapshot(training_snapshot(5.0), zdict) == data
     db.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.gputop"], "reading it leaves no files beside it"
 
 
 def test_snapshots_are_committed_in_batches_every_flush_interval(tmp_path):

@@ -1,0 +1,104 @@
+"""``gputop run --record FILE``: the job's snapshots, from its start to its end, with the dashboard open or not."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from gputop.store import open_recording
+from tests.conftest import wait_until
+from tests.training.conftest import SCRIPTS
+from tests.ui.test_tmux import Tmux, gputop_command, tmux  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+JOB = [sys.executable, "-W", "ignore", str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "0"]
+
+
+def test_an_existing_file_is_refused_before_the_job_starts(tmp_path):
+    taken = tmp_path / "taken.gputop"
+    taken.write_text("keep me")
+    marker = tmp_path / "ran"
+
+    done = subprocess.run(
+        [sys.executable, "-m", "gputop", "run", "--headless", "--record", str(taken), "--", "touch", str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 2
+    assert done.stderr == f"gputop: error: {taken} already exists: choose a new file\n"
+    assert not marker.exists(), "the job did not start"
+    assert taken.read_text() == "keep me"
+
+
+def test_a_missing_command_leaves_an_empty_finished_recording(tmp_path):
+    path = tmp_path / "run.gputop"
+
+    done = subprocess.run(
+        [sys.executable, "-m", "gputop", "run", "--headless", "--record", str(path), "--", "no-such-command-here"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 127
+    with open_recording(path) as recording:
+        assert list(recording) == [] and recording.info.ended is not None
+
+
+def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path, tmux: Tmux):  # noqa: F811
+    path = tmp_path / "run.gputop"
+    status = tmp_path / "exit-status"
+    env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe"), "TERM": "xterm-256color"}
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+            *map(shlex.quote, gputop_command()),
+            "run",
+            "-d",
+            "0.5",
+            "--record",
+            shlex.quote(str(path)),
+            "--",
+            *map(shlex.quote, [*JOB, "--item-s", "0.01"]),
+            f"; echo $? > {shlex.quote(str(status))}",
+        ]
+    )
+    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
+    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    tmux.wait_until(lambda screen: "Training · PID" in screen and "pt_data_worker" in screen, "the training panel")
+    tmux.run("send-keys", "-t", "gputop", "q")
+    tmux.wait_for("dashboard closed; waiting for PID")
+    with open_recording(path) as recording:  # still being written: what is committed can be read
+        while_open = wait_until(lambda: [s.time for s in recording], timeout_s=10)
+        assert recording.info.ended is None
+    gputop_pid = next(
+        p.pid for p in psutil.process_iter(["cmdline"]) if str(path) in (p.info["cmdline"] or []) and p.name() != "env"
+    )
+    time.sleep(1.5)  # the job goes on for a while with the dashboard closed: gputop keeps recording it
+    os.kill(gputop_pid, signal.SIGINT)  # forwarded to the job, which exits 43
+    deadline = time.monotonic() + 20
+    while not status.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status.read_text().strip() == "43"
+
+    with open_recording(path) as recording:
+        snapshots = list(recording)
+        assert recording.info.ended is not None and recording.damage is None
+    times = [s.time for s in snapshots]
+    assert times == sorted(times) and times[: len(while_open)] == while_open
+    assert times[-1] - while_open[-1] >= 1.0, "the wait after the dashboard closed is recorded too"
+    job_pid = snapshots[0].focus_pid
+    with_workers = [s for s in snapshots if any(v.pid == job_pid and v.workers for v in s.training)]
+    assert len(with_workers) >= len(snapshots) // 2, "the job's training view, with its worker, is in the file"
+    assert all(s.focus_pid == job_pid for s in snapshots)
