@@ -83,6 +83,11 @@ def advise(
         except Exception as exc:  # a fault in one rule: keep the findings so far, say why there are no more
             timeline.failed = f"the advisor failed at {now:.0f}: {exc!r}"
             break
+        # A finding unchanged since the last snapshot is kept once, and so is an unchanged set of them: a day's
+        # recording holds a few hundred thousand of these.
+        active = tuple(latest[(a.pid, a.id)] if latest.get((a.pid, a.id)) == a else a for a in active)
+        if timeline.active and active == timeline.active[-1]:
+            active = timeline.active[-1]
         timeline.times.append(now)
         timeline.active.append(active)
         current = {(a.pid, a.id): a for a in active}

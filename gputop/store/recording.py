@@ -490,6 +490,7 @@ def _salvage(path: Path, damaged: _Damaged) -> Recording:
         raise damaged from None
     recording = Recording(db, info, cleanup=tmp.cleanup)
     recording.opened_damaged = True
+    recording.damage = f"{path} is damaged: the file is cut short"
     return recording
 
 

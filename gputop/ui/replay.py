@@ -625,7 +625,7 @@ def recording_notices(source: ReplaySource) -> list[str]:
     info = recording.info
     name = Path(info.path).name
     notices = []
-    damage = recording.damage or (f"{info.path} is damaged: the file is cut short" if recording.opened_damaged else "")
+    damage = recording.damage or ""
     if damage:
         notices.append(f"{damage.replace(info.path, name)}: showing the {len(source)} snapshots that can be read")
     if info.ended is None:
