@@ -14,7 +14,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gputop.remote.hosts import HostSpec
 from gputop.remote.status import FAILED, HostEvent, HostTracker, Outcome, classify, stale_after
@@ -28,6 +28,9 @@ SSH_OPTIONS = (
     "ServerAliveCountMax=3",
 )
 """Given after the user's own options: ssh keeps the first value it gets for an option, so the user's win."""
+UNSET = {"connecttimeout": "none", "serveraliveinterval": "0", "serveralivecountmax": "3"}
+"""What ``ssh -G`` prints for these options when no ssh config sets them."""
+SSH_G_TIMEOUT_S = 5.0
 MAX_LINE_BYTES = 64 * 1024 * 1024
 STDERR_KEPT_BYTES = 8192
 POLL_S = 0.25
@@ -37,13 +40,54 @@ EventSink = Callable[[HostEvent], None]
 
 
 def ssh_argv(
-    spec: HostSpec, interval_s: float, ssh_command: Sequence[str] = ("ssh",), ssh_options: Sequence[str] = ()
+    spec: HostSpec,
+    interval_s: float,
+    ssh_command: Sequence[str] = ("ssh",),
+    ssh_options: Sequence[str] = (),
+    configured: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The ssh command line for one host: the user's ssh and ``-o`` options first, then gputop's defaults."""
+    """The ssh command line for one host: the user's ssh and ``-o`` options first, then gputop's defaults.
+
+    ``configured`` is what ``ssh -G`` says of the host (``ssh_settings``): a default is left out where the user's
+    ssh config sets that option itself, so it keeps its value. ``BatchMode=yes`` is always given.
+    """
     options = [word for option in ssh_options for word in ("-o", option)]
-    defaults = [word for option in SSH_OPTIONS for word in ("-o", option)]
+    wanted = [option for option in SSH_OPTIONS if configured is None or _left_unset(option, configured)]
+    defaults = [word for option in wanted for word in ("-o", option)]
     remote = f"{spec.command} stream --full -d {interval_s:g}"
     return [*ssh_command, *options, "-T", *defaults, "--", spec.name, remote]
+
+
+def _left_unset(option: str, configured: Mapping[str, str]) -> bool:
+    """Whether the user's ssh config leaves ``option`` at ssh's default (BatchMode counts as unset: it is always
+    given, so that ssh never prompts)."""
+    key = option.split("=")[0].lower()
+    return key not in UNSET or configured.get(key, UNSET[key]) == UNSET[key]
+
+
+def ssh_settings(
+    spec: HostSpec, ssh_command: Sequence[str] = ("ssh",), ssh_options: Sequence[str] = ()
+) -> dict[str, str] | None:
+    """The options ssh would use for the host, from ``ssh -G`` (it reads the config, connects nowhere); None when
+    that cannot be told (an ssh without ``-G``): then gputop's defaults are all given."""
+    options = [word for option in ssh_options for word in ("-o", option)]
+    try:
+        done = subprocess.run(
+            [*ssh_command, *options, "-G", "--", spec.name],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=SSH_G_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    settings = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        settings.setdefault(key.lower(), value.strip())
+    return settings
 
 
 class SshLink:
@@ -60,6 +104,8 @@ class SshLink:
     ) -> None:
         self.spec = spec
         self.argv = ssh_argv(spec, interval_s, ssh_command, ssh_options)
+        self._ssh = (tuple(ssh_command), tuple(ssh_options), interval_s)
+        self._configured = False
         self.tracker = HostTracker(spec.name, stale_after(interval_s), clock)
         self._sink = sink
         self._stop = threading.Event()
@@ -105,6 +151,11 @@ class SshLink:
             self._stop.wait(self.tracker.retry_in())
 
     def _session(self) -> Outcome:
+        if not self._configured:  # once, on the link's own thread: reading the config can be slow (Match exec)
+            self._configured = True
+            command, options, interval_s = self._ssh
+            settings = ssh_settings(self.spec, command, options)
+            self.argv = ssh_argv(self.spec, interval_s, command, options, settings)
         try:
             proc = subprocess.Popen(
                 self.argv,

@@ -4,6 +4,7 @@ them over the fake driver, and hosts that fail in each of the ways the view tell
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 
 from gputop.remote.fleet import Fleet
 from gputop.remote.hosts import HostSpec
-from gputop.remote.status import LIVE, NO_GPUTOP, TOO_OLD, UNREACHABLE, HostEvent
+from gputop.remote.status import AUTH_FAILED, LIVE, NO_GPUTOP, TOO_OLD, UNREACHABLE, HostEvent
 from tests.conftest import wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import h100
@@ -129,3 +130,31 @@ def test_local_is_sampled_in_process_without_ssh(fake_driver) -> None:
     snap = events.snapshots("local")[-1][1].snapshot
     assert snap is not None and snap.gpus[0].utilization_gpu_percent == 33
     assert events.state("local") == LIVE
+
+
+def test_a_refused_key_and_a_changed_host_key_are_auth_failures(ssh_lab: SshLab, tmp_path: Path) -> None:
+    locked = ssh_lab.add("locked", FakeState(gpus=[h100(0)]), start=False)
+    config = locked.directory / "sshd_config"
+    config.write_text(
+        config.read_text().replace(f"AuthorizedKeysFile {ssh_lab.client_key}.pub", "AuthorizedKeysFile none")
+    )
+    locked.start()
+    moved = ssh_lab.add("moved", FakeState(gpus=[h100(0)]))
+    other_key = tmp_path / "other_host_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other_key)], check=True)
+    known = ssh_lab.directory / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{moved.port} {other_key.with_suffix('.pub').read_text()}")
+    events = Events()
+    fleet = Fleet([HostSpec("locked", str(GPUTOP)), HostSpec("moved", str(GPUTOP))], 0.3, ssh_lab.ssh_command)
+    fleet.subscribe(events)
+    fleet.start()
+    try:
+        wait_until(lambda: events.state("locked") == AUTH_FAILED and events.state("moved") == AUTH_FAILED, timeout_s=15)
+    finally:
+        fleet.stop()
+    assert events.of("locked")[-1][1].status.reason.startswith("ssh login refused (")
+    assert "gputop never asks for a password" in events.of("locked")[-1][1].status.reason
+    assert events.of("moved")[-1][1].status.reason == (
+        "host key verification failed: check and accept moved's key with ssh first"
+    )
+    assert not events.snapshots("locked") and not events.snapshots("moved")
