@@ -152,6 +152,18 @@ def fmt_number(value: float | None, unit: str = "", digits: int = 0) -> str:
     return NA if value is None else f"{value:.{digits}f}{unit}"
 
 
+def fmt_span(seconds: float) -> str:
+    """A length of time to the second, as the recording tools write it: ``45s``, ``12m05s``, ``1h02m03s``."""
+    s = int(max(0.0, seconds) + 1e-6)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{s:02d}s"
+    if minutes:
+        return f"{minutes}m{s:02d}s"
+    return f"{s}s"
+
+
 def fmt_duration(seconds: float | None) -> str:
     """Elapsed time as ps does it: 59s, 12:03, 3:04:05, 2-03:04:05."""
     if seconds is None:

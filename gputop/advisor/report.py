@@ -16,6 +16,7 @@ from gputop.advisor.engine import Advisor
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.model import Advice
+from gputop.output import fmt_span
 
 if TYPE_CHECKING:
     from gputop.store.recording import RecordingInfo
@@ -191,16 +192,6 @@ def _clock(t: float, with_date: bool = False) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
 
 
-def _length(seconds: float) -> str:
-    """1h02m03s, 5m07s, 42s."""
-    s = round(max(0.0, seconds))
-    hours, s = divmod(s, 3600)
-    minutes, s = divmod(s, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{s:02d}s"
-    return f"{minutes}m{s:02d}s" if minutes else f"{s}s"
-
-
 def render_recording_report(report: RecordingReport) -> str:
     """``gputop report FILE`` as text: what was recorded, then each finding with when it held."""
     info, first, last = report.info, report.first, report.last
@@ -211,7 +202,7 @@ def render_recording_report(report: RecordingReport) -> str:
     else:
         lines.append(
             f"{info.path}: {len(report.timeline)} snapshots{host}, {_clock(first, True)} to {_clock(last)} "
-            f"({_length(last - first)})"
+            f"({fmt_span(last - first)})"
         )
     who = f"PID {report.pid} and the training processes below it" if report.pid else "every training process"
     lines.append(f"Advisor over {who}")
@@ -236,7 +227,7 @@ def render_recording_report(report: RecordingReport) -> str:
         if len(finding.spans) > 6:
             spans += f" and {len(finding.spans) - 6} more"
         times = f"{len(finding.spans)} times: " if len(finding.spans) > 1 else ""
-        lines.append(f"         PID {finding.advice.pid}; held {_length(held)}{share}; {times}{spans}")
+        lines.append(f"         PID {finding.advice.pid}; held {fmt_span(held)}{share}; {times}{spans}")
         if finding.advice.suggest:
             lines.append(f"         suggest {finding.advice.suggest_text}")
     return "\n".join(lines) + "\n"

@@ -13,6 +13,8 @@ import re
 import time
 from collections.abc import Sequence
 
+from gputop.output import fmt_span
+
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 """The steps of ``[`` and ``]``: how many recorded seconds play in one second."""
 MAX_SPEED = 1000.0
@@ -49,14 +51,7 @@ def fmt_speed(speed: float) -> str:
 
 def fmt_offset(seconds: float) -> str:
     """A duration on the timeline, to the second: ``45s``, ``12m05s``, ``1h02m03s``."""
-    s = int(max(0.0, seconds) + 1e-6)
-    hours, s = divmod(s, 3600)
-    minutes, s = divmod(s, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{s:02d}s"
-    if minutes:
-        return f"{minutes}m{s:02d}s"
-    return f"{s}s"
+    return fmt_span(seconds)
 
 
 def fmt_length(seconds: float) -> str:

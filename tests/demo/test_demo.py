@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -77,18 +76,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 def test_demo_in_tmux_shows_the_workers_and_a_finding_and_q_stops_the_job(tmp_path: Path, tmux: Tmux) -> None:
     status = tmp_path / "exit-status"
-    env = {"GPUTOP_PROBE_DIR": demo_env(tmp_path)["GPUTOP_PROBE_DIR"], "TERM": "xterm-256color"}
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            *map(shlex.quote, gputop_command()),
-            "demo",
-            f"; echo $? > {shlex.quote(str(status))}",
-        ]
-    )
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    tmux.start_gputop("demo", env={"GPUTOP_PROBE_DIR": demo_env(tmp_path)["GPUTOP_PROBE_DIR"]}, status=status)
 
     screen = tmux.wait_for(NOTICE, timeout_s=20)
     # The training panel, with both DataLoader workers as gputop sees them from outside: their count and CPU.

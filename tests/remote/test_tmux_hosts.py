@@ -4,7 +4,6 @@ other keeps updating, and the dead one is marked down and comes back when its ss
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ import pytest
 from tests.fakenvml.state import FakeState
 from tests.machines import h100
 from tests.remote.conftest import GPUTOP, SshLab
-from tests.ui.test_tmux import Tmux, gputop_command
+from tests.ui.test_tmux import Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -51,21 +50,7 @@ def test_two_ssh_hosts_in_one_dashboard_survive_one_dying(tmp_path: Path, tmux: 
     hosts = tmp_path / "hosts"
     hosts.write_text(f"# two sshd on loopback\nnode-a command={GPUTOP}\nnode-b command={GPUTOP}\n")
     status = tmp_path / "exit-status"
-    env = {**ssh_lab.env(), "TERM": "xterm-256color"}
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            *map(shlex.quote, gputop_command()),
-            "--hosts-file",
-            shlex.quote(str(hosts)),
-            "-d",
-            "0.5",
-            f"; echo $? > {shlex.quote(str(status))}",
-        ]
-    )
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "160", "-y", "48", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    tmux.start_gputop("--hosts-file", str(hosts), "-d", "0.5", env=ssh_lab.env(), status=status, size=(160, 48))
 
     screen = tmux.wait_until(
         lambda s: state(s, "node-a") == "live" and state(s, "node-b") == "live", "both hosts live", timeout_s=20

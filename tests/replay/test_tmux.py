@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import time
 from pathlib import Path
@@ -26,19 +25,7 @@ def offset_s(screen: str) -> int | None:
 def test_gputop_replay_plays_pauses_and_steps_in_tmux(tmp_path: Path, tmux: Tmux) -> None:  # noqa: F811
     path = record(tmp_path / "job.gputop", job_snapshots())
     status = tmp_path / "exit-status"
-    command = " ".join(
-        [
-            "env TZ=UTC TERM=xterm-256color",
-            *map(shlex.quote, gputop_command()),
-            "replay",
-            shlex.quote(str(path)),
-            "--speed",
-            "4",
-            f"; echo $? > {shlex.quote(str(status))}",
-        ]
-    )
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    tmux.start_gputop("replay", str(path), "--speed", "4", env={"TZ": "UTC"}, status=status)
 
     # Textual draws in parts: wait for the whole first frame, status line and timeline bar both.
     screen = tmux.wait_until(

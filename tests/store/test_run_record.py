@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -58,24 +57,8 @@ def test_a_missing_command_leaves_an_empty_finished_recording(tmp_path):
 def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path, tmux: Tmux):  # noqa: F811
     path = tmp_path / "run.gputop"
     status = tmp_path / "exit-status"
-    env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe"), "TERM": "xterm-256color"}
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            *map(shlex.quote, gputop_command()),
-            "run",
-            "-d",
-            "0.5",
-            "--record",
-            shlex.quote(str(path)),
-            "--",
-            *map(shlex.quote, [*JOB, "--item-s", "0.01"]),
-            f"; echo $? > {shlex.quote(str(status))}",
-        ]
-    )
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe")}
+    tmux.start_gputop("run", "-d", "0.5", "--record", str(path), "--", *JOB, "--item-s", "0.01", env=env, status=status)
     tmux.wait_until(lambda screen: "Training · PID" in screen and "pt_data_worker" in screen, "the training panel")
     tmux.run("send-keys", "-t", "gputop", "q")
     tmux.wait_for("dashboard closed; waiting for PID")

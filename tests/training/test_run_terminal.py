@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,21 +18,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_closing_the_terminal_closes_the_dashboard_and_gputop_exits(tmp_path: Path, tmux: Tmux) -> None:  # noqa: F811
     marker = f"gputop-hangup-{tmp_path.name}"
     job = [sys.executable, "-c", f"import time; time.sleep(600)  # {marker}"]
-    env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe"), "TERM": "xterm-256color"}
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            *map(shlex.quote, gputop_command()),
-            "run",
-            "--report-json",
-            shlex.quote(str(tmp_path / "report.json")),
-            "--",
-            *map(shlex.quote, job),
-        ]
-    )
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe")}
+    tmux.start_gputop("run", "--report-json", str(tmp_path / "report.json"), "--", *job, env=env)
     tmux.wait_for("focus PID")
 
     def ours() -> list[psutil.Process]:

@@ -36,6 +36,28 @@ class Tmux:
             ["tmux", "-S", str(self.socket), *args], check=True, capture_output=True, text=True
         ).stdout
 
+    def start_gputop(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        status: Path | None = None,
+        size: tuple[int, int] = (120, 40),
+    ) -> None:
+        """Type ``gputop ARGS`` (with ``env`` and TERM=xterm-256color) into a shell in a new window of ``size``;
+        its exit status goes to ``status``. A shell first: the pane has its final size before gputop asks for it."""
+        variables = {"TERM": "xterm-256color", **(env or {})}
+        words = [
+            "env",
+            *(f"{k}={shlex.quote(v)}" for k, v in variables.items()),
+            *map(shlex.quote, gputop_command()),
+            *map(shlex.quote, args),
+        ]
+        if status is not None:
+            words.append(f"; echo $? > {shlex.quote(str(status))}")
+        width, height = size
+        self.run("new-session", "-d", "-s", "gputop", "-x", str(width), "-y", str(height), "bash --norc --noprofile")
+        self.run("send-keys", "-t", "gputop", " ".join(words), "Enter")
+
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "gputop")
 
@@ -65,20 +87,8 @@ def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_j
     state = tmp_path / "nvml-state.txt"
     write_state(state, FakeState(gpus=[h100(0, processes=[FakeProcess(pid, 6 << 30)]), h100(1)]))
     status = tmp_path / "exit-status"
-    env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
-    command = " ".join(
-        [
-            "env",
-            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
-            *map(shlex.quote, gputop_command()),
-            "-d",
-            "0.5",
-            f"; echo $? > {shlex.quote(str(status))}",
-        ]
-    )
-    # A shell first, gputop typed into it: the pane has its final size before gputop asks for it.
-    tmux.run("new-session", "-d", "-s", "gputop", "-x", "120", "-y", "40", "bash --norc --noprofile")
-    tmux.run("send-keys", "-t", "gputop", command, "Enter")
+    env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state)}
+    tmux.start_gputop("-d", "0.5", env=env, status=status)
 
     screen = tmux.wait_for("NVIDIA H100")
     screen = tmux.wait_for(str(pid))
