@@ -9,6 +9,7 @@ snapshot's JSON (``meta.zdict``) as the preset dictionary.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -51,42 +52,60 @@ def _to_plain(value: object) -> object:
     return value
 
 
-_FIELDS: dict[type, tuple[tuple[str, object], ...]] = {}
+Decoder = Callable[[object], object]
 
 
 def _fields_of(cls: type) -> tuple[tuple[str, object], ...]:
-    """``(name, type hint)`` of every field of a model dataclass, resolved once."""
-    found = _FIELDS.get(cls)
-    if found is None:
-        hints = typing.get_type_hints(cls)
-        found = _FIELDS[cls] = tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
-    return found
+    """``(name, type hint)`` of every field of a model dataclass."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
-def _from_plain(hint: object, value: object) -> object:
-    if value is None:
-        return None
+@functools.cache
+def _decoder(hint: object) -> Decoder:
+    """A function from the JSON value of a field typed ``hint`` to the model's value, built once per type from the
+    type hints (walking the hints anew for every value costs twice as much). ``None`` stays ``None`` anywhere."""
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is types.UnionType:
         [inner] = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _from_plain(inner, value)
+        return _decoder(inner)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise ValueError(f"expected an object for {hint.__name__}")
-        # Unknown keys (fields added by a later minor change) are ignored; missing ones take their defaults.
-        return hint(**{name: _from_plain(h, value[name]) for name, h in _fields_of(hint) if name in value})
+        return _dataclass_decoder(hint)
     if origin is tuple:
         args = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise ValueError("expected a list")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_from_plain(args[0], v) for v in value)
-        return tuple(_from_plain(a, v) for a, v in zip(args, value, strict=True))
+            item = _decoder(args[0])
+            return _checked(list, "a list", lambda value: tuple(item(v) for v in value))
+        items = tuple(_decoder(a) for a in args)
+        return _checked(list, "a list", lambda value: tuple(d(v) for d, v in zip(items, value, strict=True)))
     if origin is Mapping:
-        if not isinstance(value, dict):
-            raise ValueError("expected an object")
-        return frozen_reasons(value)
-    return value
+        return _checked(dict, "an object", frozen_reasons)
+    return lambda value: value
+
+
+def _dataclass_decoder(cls: type) -> Decoder:
+    # Fields are looked up at the first decode: a model class may refer to itself (a tree) through its hints. The
+    # tuple is built whole, then published, so a thread decoding at the same time never sees half of it.
+    fields: list[tuple[tuple[str, Decoder], ...]] = []
+
+    def decode(value: dict) -> object:
+        if not fields:
+            fields.append(tuple((name, _decoder(hint)) for name, hint in _fields_of(cls)))
+        # Unknown keys (fields added by a later minor change) are ignored; missing ones take their defaults.
+        return cls(**{name: field(value[name]) for name, field in fields[0] if name in value})
+
+    return _checked(dict, f"an object for {cls.__name__}", decode)
+
+
+def _checked(kind: type, what: str, decode: Callable[[typing.Any], object]) -> Decoder:
+    def checked(value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, kind):
+            raise ValueError(f"expected {what}")
+        return decode(value)
+
+    return checked
 
 
 def snapshot_json(snap: Snapshot) -> bytes:
@@ -108,7 +127,7 @@ def _compress(text: bytes, zdict: bytes) -> bytes:
 def snapshot_from_json(text: str | bytes) -> Snapshot:
     """The snapshot whose ``snapshot_json`` is ``text``. Raises ``ValueError`` on anything else."""
     try:
-        snap = _from_plain(Snapshot, json.loads(text))
+        snap = _decoder(Snapshot)(json.loads(text))
     except (UnicodeDecodeError, TypeError, KeyError) as exc:
         raise ValueError(str(exc)) from exc
     if not isinstance(snap, Snapshot):
