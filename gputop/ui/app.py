@@ -7,7 +7,6 @@ and through the advisor, whose findings depend on every tick.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import threading
 from collections import deque
@@ -203,16 +202,22 @@ def run_dashboard(
         source.subscribe(on_snapshot)
     advisor = Advisor(pid, advisor_config)
     app = GputopApp(source, interval_s=interval_s, focus_pid=pid, readonly=readonly, advisor=advisor, notice=notice)
+    ended = threading.Event()
     if close is not None:
 
         def close_when_set() -> None:
             close.wait()
-            with contextlib.suppress(RuntimeError):  # the app has already ended
-                app.call_from_thread(app.exit)
+            while not ended.is_set():
+                try:
+                    app.call_from_thread(app.exit)
+                    return
+                except RuntimeError:  # not running yet (set while it starts): try again shortly
+                    ended.wait(0.1)
 
         threading.Thread(target=close_when_set, name="gputop-close", daemon=True).start()
     try:
         app.run()
     finally:
+        ended.set()
         source.stop()
     return app.return_code or 0
