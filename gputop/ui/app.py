@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import getpass
 import threading
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -23,6 +22,7 @@ from gputop.advisor import Advisor, AdvisorConfig
 from gputop.cli import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
 from gputop.ui.history import History
+from gputop.ui.inbox import Inbox
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
@@ -116,9 +116,7 @@ class GputopApp(App[int]):
         """Lines the banner shows above whatever the snapshot calls for (``gputop demo`` says what it runs)."""
         self.latest: Snapshot | None = None
         self._latest_advice: tuple[Advice, ...] = ()
-        self._inbox: deque[Snapshot] = deque()
-        self._wake_lock = threading.Lock()
-        self._wake_pending = False
+        self._inbox: Inbox[Snapshot] = Inbox(lambda: self.post_message(self.SnapshotsArrived()))
         self.set_reactive(GputopApp.interval_s, interval_s)
 
     def dashboard_screen(self) -> DashboardScreen:
@@ -135,19 +133,11 @@ class GputopApp(App[int]):
 
     def _receive(self, snap: Snapshot) -> None:
         """Runs on the source's thread: queue the snapshot and wake the UI thread if it is not already awake."""
-        self._inbox.append(snap)
-        with self._wake_lock:
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        self.post_message(self.SnapshotsArrived())
+        self._inbox.put(snap)
 
     def on_gputop_app_snapshots_arrived(self, _: SnapshotsArrived) -> None:
-        with self._wake_lock:
-            self._wake_pending = False
         latest = None
-        while self._inbox:
-            latest = self._inbox.popleft()
+        for latest in self._inbox.drain():
             self.history.record(latest)
             try:
                 self._latest_advice = self.advisor.update(latest)

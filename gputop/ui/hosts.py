@@ -9,8 +9,6 @@ open, and the existing dashboard, detail and training screens read them as usual
 from __future__ import annotations
 
 import logging
-import threading
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -26,6 +24,7 @@ from gputop.remote.options import HostsRequest
 from gputop.remote.status import HostEvent, HostStatus
 from gputop.ui.app import GputopApp, key_help
 from gputop.ui.history import History
+from gputop.ui.inbox import Inbox
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.hosts import HostDashboardScreen, HostsScreen
 from gputop.ui.widgets.host_section import HostShown
@@ -96,9 +95,7 @@ class HostsApp(GputopApp):
         self.readonly_everywhere = readonly
         self.opened: str | None = None
         """The host whose dashboard is open, if any."""
-        self._events: deque[HostEvent] = deque()
-        self._events_lock = threading.Lock()
-        self._events_pending = False
+        self._events: Inbox[HostEvent] = Inbox(lambda: self.post_message(self.HostEventsArrived()))
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # not GputopApp's: its dashboard over a single source
@@ -108,19 +105,11 @@ class HostsApp(GputopApp):
 
     def _host_event(self, event: HostEvent) -> None:
         """Runs on a connection's thread: queue the event and wake the UI thread if it is not already awake."""
-        self._events.append(event)
-        with self._events_lock:
-            if self._events_pending:
-                return
-            self._events_pending = True
-        self.post_message(self.HostEventsArrived())
+        self._events.put(event)
 
     def on_hosts_app_host_events_arrived(self, _: HostEventsArrived) -> None:
-        with self._events_lock:
-            self._events_pending = False
         opened_changed = False
-        while self._events:
-            event = self._events.popleft()
+        for event in self._events.drain():
             feed = self.feeds.get(event.name)
             if feed is None:
                 continue
