@@ -1,0 +1,45 @@
+"""Files gputop writes: created exclusively, never through a planted symlink, private when asked.
+
+gputop often runs as root in directories other users can write to. A file opened by a name that another user
+can predict and plant as a symlink (``report.json.1234.tmp``) lets that user make root overwrite any file. Every
+file gputop writes is therefore created here: new files with ``O_CREAT | O_EXCL | O_NOFOLLOW``, and files that
+replace another (reports, the node_exporter textfile) written to a fresh temporary name from ``mkstemp`` in the
+same directory, then renamed over the target, so a reader sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+PRIVATE = 0o600
+"""Owner only: for anything that holds command lines (recordings, reports), which may carry secrets."""
+SHARED = 0o644
+"""For what other users' tools must read (node_exporter's textfile collector often runs as another user)."""
+
+
+def create_new(path: str | os.PathLike[str], mode: int = PRIVATE) -> int:
+    """A new file at ``path`` opened for writing, as a file descriptor; raises ``FileExistsError`` if anything is
+    there already (a symlink included, dangling or not) and OSError for the rest."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, mode)  # the umask may have taken bits the caller asked for (SHARED under umask 077)
+    return fd
+
+
+def replace_file(path: str | os.PathLike[str], data: bytes, mode: int = PRIVATE) -> None:
+    """Write ``data`` to ``path`` atomically: to a new temporary file beside it (exclusive, ``mode``), then
+    ``os.replace`` over ``path``. A symlink at ``path`` is replaced, not followed. Raises OSError; the temporary
+    file is gone either way."""
+    directory, name = os.path.split(os.fspath(path))
+    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -1,0 +1,65 @@
+"""Fixtures for the attacks: a real second local user, created for the session and removed after it.
+
+gputop runs as root on shared boxes, and most attacks come from another local user who can write to a shared
+directory, plant a symlink or start a process with a hostile command line. The tests run as root in CI, where
+the user is real; elsewhere they are skipped with the reason. Under ``CI=true`` a user that cannot be created is
+a failure, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+OTHER_USER = "gputop-other"
+
+
+@dataclass(frozen=True)
+class LocalUser:
+    name: str
+    uid: int
+    gid: int
+
+    def run(self, args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        """Run ``args`` as this user (needs root), failing the test if it fails."""
+        return subprocess.run(args, user=self.uid, group=self.gid, extra_groups=[], check=True, **kwargs)  # type: ignore[call-overload]
+
+    def popen(self, args: list[str], **kwargs: object) -> subprocess.Popen:
+        return subprocess.Popen(args, user=self.uid, group=self.gid, extra_groups=[], **kwargs)  # type: ignore[call-overload]
+
+
+def _cannot(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the attacks need a second local user: {reason}")
+    pytest.skip(f"the attacks need a second local user: {reason}")
+
+
+@pytest.fixture(scope="session")
+def other_user() -> Iterator[LocalUser]:
+    """A real unprivileged local user, not the one running the tests."""
+    if os.geteuid() != 0:
+        _cannot("creating one needs root")
+    if shutil.which("useradd") is None:
+        _cannot("no useradd on this machine")
+    created = False
+    try:
+        entry = pwd.getpwnam(OTHER_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", OTHER_USER],
+            check=True,
+            capture_output=True,
+        )
+        created = True
+        entry = pwd.getpwnam(OTHER_USER)
+    try:
+        yield LocalUser(OTHER_USER, entry.pw_uid, entry.pw_gid)
+    finally:
+        if created:
+            subprocess.run(["userdel", OTHER_USER], capture_output=True)
