@@ -6,6 +6,7 @@ Errors in the arguments print one line on stderr and exit 2, never a traceback o
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -31,27 +32,40 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see gputop --help)")
 
 
+MAX_SECONDS = 86_400.0
+"""The longest interval, duration or window any option takes: a day. Longer ones are typing mistakes, and past
+about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""
+MAX_PID = 4_194_304
+"""The kernel's ``PID_MAX_LIMIT`` on 64-bit Linux: no process id is larger."""
+
+
+# float() also takes other scripts' digits, underscores, spaces, 'nan' and 'infinity': only plain decimals here.
+_DECIMAL = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def _number(text: str, what: str) -> float:
+    """``text``, a plain decimal number (``2``, ``0.5``, ``1e3``), as a float."""
+    if not _DECIMAL.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}")
+    return float(text)
+
+
 def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= MIN_INTERVAL_S:  # also rejects NaN
+    value = _number(text, "a number of seconds")
+    if value < MIN_INTERVAL_S:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} seconds, got {text}")
-    if value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a finite number of seconds")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:.0f} seconds (a day), got {text}")
     return value
 
 
-def _positive_int(what: str) -> Callable[[str], int]:
-    """An argparse type for whole numbers from 1 up, named ``what`` in its error."""
+def _positive_int(what: str, most: int) -> Callable[[str], int]:
+    """An argparse type for whole numbers from 1 to ``most`` in ASCII digits, named ``what`` in its error."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
+        # int() takes '١' (Arabic-Indic one), '1_000' and ' 1 ': only plain digits name a process or a count.
+        value = int(text) if text.isascii() and text.isdigit() and len(text) <= len(str(most)) else 0
+        if not 0 < value <= most:
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}")
         return value
 
@@ -59,18 +73,15 @@ def _positive_int(what: str) -> Callable[[str], int]:
 
 
 def _seconds(text: str) -> float:
-    """A positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):  # also rejects NaN
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    """A positive number of seconds, at most a day."""
+    value = _number(text, "a number of seconds")
+    if not 0 < value <= MAX_SECONDS:  # also rejects NaN and infinities
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds up to {MAX_SECONDS:.0f}, got {text}")
     return value
 
 
-_pid = _positive_int("a process id")
-_count = _positive_int("a count of 1 or more")
+_pid = _positive_int("a process id", MAX_PID)
+_count = _positive_int("a count of 1 or more", 1_000_000_000)
 
 
 def _check_pid_exists(pid: int) -> None:

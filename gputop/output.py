@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputop.model import GPU_OK, Gpu, GpuProcess, HostInfo, Snapshot, TrainingView
+from gputop.sanitize import printable
 
 SCHEMA = 1
 
@@ -256,4 +257,5 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
         lines += [line[:width] for line in _table(rows, right={0, 1, 4, 5, 6, 7, 8})]
     elif snap.gpus:
         lines.append("No GPU processes.")
-    return "\n".join(lines).rstrip() + "\n"
+    # Outside text was made visible where it was read; this is the last line of defence before a terminal.
+    return "\n".join(map(printable, lines)).rstrip() + "\n"

@@ -26,6 +26,7 @@ from gputop.model import (
     HostProcess,
     frozen_reasons,
 )
+from gputop.sanitize import printable
 
 _HOST_FIELDS = ("ppid", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "num_threads")
 
@@ -189,6 +190,15 @@ class _Tracked:
     static_due: float = 0.0
 
 
+def _command(proc: psutil.Process, zombie: bool) -> str | None:
+    """The command line as one line; a kernel thread or a process that cleared its arguments shows ``[name]``.
+
+    Any user can put terminal escapes in their command line or name: they are made visible here, where the text
+    enters gputop, so no output ever writes them raw (docs/security.md)."""
+    command = " ".join(proc.cmdline()) or (None if zombie else f"[{proc.name()}]")
+    return None if command is None else printable(command)
+
+
 def _read_static(pid: int, zombie: bool) -> tuple[dict[str, Any], dict[str, str]]:
     """User, command line and start time: read when a process is first seen and now and then after."""
     values: dict[str, Any] = {}
@@ -198,8 +208,9 @@ def _read_static(pid: int, zombie: bool) -> tuple[dict[str, Any], dict[str, str]
         with proc.oneshot():
             for name, read in (
                 ("start_time", proc.create_time),
-                ("user", proc.username),
-                ("command", lambda: " ".join(proc.cmdline()) or (None if zombie else f"[{proc.name()}]")),
+                ("user", lambda: printable(proc.username())),
+                # Another user's command line may carry terminal escapes: shown, never obeyed (docs/security.md).
+                ("command", lambda: _command(proc, zombie)),
             ):
                 try:
                     values[name] = read()

@@ -37,6 +37,7 @@ from gputop.model import (
     Gpu,
     frozen_reasons,
 )
+from gputop.sanitize import printable
 
 try:
     import pynvml
@@ -148,7 +149,8 @@ def _nvml_code(exc: BaseException) -> int | None:
 
 
 def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    # The driver's strings reach the terminal: a vGPU host or a broken board can put anything in a name.
+    return printable(value.decode(errors="replace") if isinstance(value, bytes) else str(value))
 
 
 class NvmlCollector:

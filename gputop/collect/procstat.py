@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from gputop.sanitize import printable
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -46,7 +48,8 @@ class ProcStat:
 def parse_stat(text: str) -> ProcStat:
     """Parse the text of /proc/PID/stat. The name sits in parentheses and may itself hold spaces or ')'."""
     close = text.rindex(")")
-    name = text[text.index("(") + 1 : close]
+    # Any user can name a process anything (prctl PR_SET_NAME, the file name it runs): escapes made visible here.
+    name = printable(text[text.index("(") + 1 : close])
     fields = text[close + 2 :].split()
     # fields[0] is proc(5)'s field 3 (state): field N is fields[N - 3].
     return ProcStat(

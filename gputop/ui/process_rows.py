@@ -76,6 +76,8 @@ class ProcessRow:
     cpu_percent: float | None = None
     rss_bytes: int | None = None
     elapsed_s: float | None = None
+    start_time: float | None = None
+    """When the process started (epoch seconds): what a signal checks the PID still belongs to."""
     tree_prefix: str = ""
     unavailable: Mapping[str, str] = field(default_factory=lambda: frozen_reasons(None))
 
@@ -163,6 +165,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         cpu_percent=p.cpu_percent,
         rss_bytes=p.rss_bytes,
         elapsed_s=_elapsed(snap, p.start_time),
+        start_time=p.start_time,
         unavailable=p.unavailable,
     )
 
@@ -195,6 +198,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         cpu_percent=host.cpu_percent,
         rss_bytes=host.rss_bytes,
         elapsed_s=_elapsed(snap, host.start_time),
+        start_time=host.start_time,
         unavailable=frozen_reasons(reasons),
     )
 

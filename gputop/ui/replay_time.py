@@ -20,15 +20,18 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 MAX_SPEED = 1000.0
 JUMP_FORMS = "HH:MM[:SS], +90s, -5m, 1h02m03s from the start"
 
-_CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d*)?))?")
-_OFFSET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d*)?)s)?")
-_SECONDS = re.compile(r"\d+(?:\.\d*)?")
+# ASCII digits only: a bare \d also matches other scripts' digits, which float() and int() then accept.
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d*)?))?", re.ASCII)
+_OFFSET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d*)?)s)?", re.ASCII)
+_SECONDS = re.compile(r"\d+(?:\.\d*)?", re.ASCII)
 
 
 def parse_speed(text: str) -> float:
     """``4``, ``x4``, ``×4``, ``4x`` or ``0.25``: a positive speed up to ``MAX_SPEED``. ValueError otherwise."""
     cleaned = text.strip().lower().removeprefix("×").removeprefix("x").removesuffix("x").removesuffix("×")
     try:
+        if not cleaned.isascii():
+            raise ValueError
         value = float(cleaned)
     except ValueError:
         raise ValueError(f"not a speed: {text!r} (a number such as 0.5, 4 or x16)") from None

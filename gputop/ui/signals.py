@@ -1,7 +1,10 @@
 """Sending a signal to a process the user picked, from the UI thread, without psutil.
 
-The target is pinned with a pidfd when the dialog opens (Linux 5.3+), so if the process exits and its PID is
-reused while the user reads the dialog, the signal cannot reach the stranger; elsewhere ``os.kill`` is the fallback.
+The row on screen can be older than the process behind its PID: the display may be paused, and a process that
+exits leaves its PID free for the next one. So the target is pinned with a pidfd when the dialog opens (Linux
+5.3+), and just before sending, the process under that pidfd is checked to have started when the row's process
+did; a PID that now names another process is refused with a sentence, never signalled. Where there is no pidfd,
+``os.kill`` follows the same check, with the small window between the check and the kill that the platform leaves.
 """
 
 from __future__ import annotations
@@ -9,6 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
+
+from gputop.collect.procstat import CLOCK_TICKS, read_stat
 
 SIGNALS: tuple[tuple[str, signal.Signals], ...] = (
     ("SIGINT", signal.SIGINT),
@@ -16,20 +22,33 @@ SIGNALS: tuple[tuple[str, signal.Signals], ...] = (
     ("SIGKILL", signal.SIGKILL),
 )
 
+START_TOLERANCE_S = 2 / CLOCK_TICKS
+"""How far the start time read now may differ from the row's and still be the same process: both are the
+kernel's start tick (10 ms) plus its boot time, computed the same way, so only rounding separates them. When the
+clock is stepped, the kernel's boot time moves by a second and a true match is refused; the next refresh of the
+row carries the new time and the signal can be sent again."""
+
 
 class ProcessHandle:
-    """A process to signal, pinned by pidfd where the platform allows."""
+    """A process to signal, pinned by pidfd where the platform allows, and known by when it started."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, start_time: float | None) -> None:
         self.pid = pid
+        self.start_time = start_time
         self._fd: int | None = None
         if hasattr(os, "pidfd_open"):
-            with contextlib.suppress(OSError):  # gone already, or no pidfd support: os.kill will say so
+            with contextlib.suppress(OSError):  # gone already, or no pidfd support: the send says which
                 self._fd = os.pidfd_open(pid)
 
     def send(self, sig: signal.Signals) -> str | None:
-        """Send ``sig``; return None on success or a sentence saying why it failed."""
+        """Send ``sig`` if the PID still names the process shown; return None on success or why not."""
         try:
+            if self._fd is not None:
+                # Alive? The pidfd's process holds the PID until it is reaped, so the check below reads it.
+                signal.pidfd_send_signal(self._fd, 0)
+            stranger = self._not_the_process_shown()
+            if stranger:
+                return stranger
             if self._fd is not None:
                 signal.pidfd_send_signal(self._fd, sig)
             else:
@@ -42,7 +61,34 @@ class ProcessHandle:
             return f"could not signal PID {self.pid}: {exc.strerror or exc}"
         return None
 
+    def _not_the_process_shown(self) -> str | None:
+        if self.start_time is None:
+            return f"not sent: the start time of PID {self.pid} is unknown, so it cannot be told from a later process"
+        try:
+            started = boot_time() + read_stat(self.pid).start_ticks / CLOCK_TICKS
+        except (FileNotFoundError, ProcessLookupError):
+            raise ProcessLookupError from None
+        if abs(started - self.start_time) <= START_TOLERANCE_S:
+            return None
+        return (
+            f"not sent: PID {self.pid} now belongs to another process (started {_clock(started)}, "
+            f"the one shown at {_clock(self.start_time)}): the one shown has exited and its PID was reused"
+        )
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at % 1 * 100):02d}"
+
+
+def boot_time() -> float:
+    """When the system booted, in epoch seconds, as the kernel says it now (``btime`` in /proc/stat)."""
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if line.startswith(b"btime "):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")

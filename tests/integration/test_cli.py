@@ -170,7 +170,9 @@ def test_driver_faults_give_a_clear_line_and_exit_0(driver, init_error, words):
     [
         (["-d", "0"], "must be at least 0.1 seconds"),
         (["-d", "abc"], "not a number of seconds"),
-        (["--interval", "nan"], "must be at least 0.1 seconds"),
+        (["--interval", "nan"], "not a number of seconds: 'nan'"),
+        (["--interval", "1e10"], "must be at most 86400 seconds (a day)"),
+        (["--pid", "١"], "not a process id"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--pid", "abc"], "not a process id"),
         (["--pid", "-3"], "not a process id"),

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 
+import psutil
 import pytest
 
 from gputop.model import COMPUTE, GpuProcess, HostProcess, Snapshot
@@ -26,8 +27,9 @@ def with_victim(pid: int) -> Snapshot:
     """The training node plus one real process of ours on GPU 1."""
     snap = scenes.training_node()
     command = "python -c import time; time.sleep(300)"
-    victim = GpuProcess(pid, 1, COMPUTE, 1 << 30, 0.0, 0.0, True, "alice", "python", command, 0.0, 1 << 20)
-    host = HostProcess(pid, os.getpid(), True, "alice", "python", command, 0.0, 1 << 20)
+    started = psutil.Process(pid).create_time()
+    victim = GpuProcess(pid, 1, COMPUTE, 1 << 30, 0.0, 0.0, True, "alice", "python", command, 0.0, 1 << 20, started)
+    host = HostProcess(pid, os.getpid(), True, "alice", "python", command, 0.0, 1 << 20, started)
     return replace(snap, processes=(*snap.processes, victim), host_processes=(*snap.host_processes, host))
 
 
@@ -141,7 +143,7 @@ async def test_a_permission_error_is_shown_not_raised(
 
 def test_a_process_that_is_gone_is_reported(spawn: Spawn) -> None:
     proc = spawn()
-    handle = ProcessHandle(proc.pid)
+    handle = ProcessHandle(proc.pid, psutil.Process(proc.pid).create_time())
     proc.kill()
     proc.wait()
     assert "already exited" in (handle.send(signal.SIGTERM) or "")

@@ -270,4 +270,4 @@ class DashboardScreen(Screen[None]):
     def action_signal(self) -> None:
         row = self.query_one(ProcessTable).selected
         if row is not None and not self.gputop.readonly:
-            confirm_and_signal(self.app, row.pid, row.user, row.command or row.name)
+            confirm_and_signal(self.app, row.pid, row.start_time, row.user, row.command or row.name)

@@ -84,12 +84,15 @@ class SignalDialog(ModalScreen[signal.Signals | None]):
         self.dismiss(None)
 
 
-def confirm_and_signal(app: App[object], pid: int, user: str | None, command: str | None) -> None:
+def confirm_and_signal(
+    app: App[object], pid: int, start_time: float | None, user: str | None, command: str | None
+) -> None:
     """Ask, then send; the outcome (or why it failed) shows as a notification, never as a crash.
 
-    The process is pinned when the dialog opens, before the user decides.
+    The process is pinned when the dialog opens, before the user decides, and checked at the moment of sending
+    to be the one shown (started at ``start_time``): the screen may be paused, or older than the PID's reuse.
     """
-    handle = ProcessHandle(pid)
+    handle = ProcessHandle(pid, start_time)
 
     def decided(sig: signal.Signals | None) -> None:
         try:
