@@ -25,6 +25,7 @@ from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
+from gputop.ui.widgets.titles import set_border_title
 from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
 
 if TYPE_CHECKING:
@@ -175,9 +176,7 @@ class DashboardScreen(Screen[None]):
         table.show(rows)
         column = next(c for c in COLUMNS if c.key == self.options.sort_key)
         table.sort = (column.key, column.descending != self.options.reverse)
-        title = options_summary(self.options, len(rows))
-        if table.border_title != title:
-            table.border_title = title
+        set_border_title(table, options_summary(self.options, len(rows)))  # holds the filter's text
         self._note(self._empty_table_note() if not rows else "")
 
     def _empty_table_note(self) -> str:

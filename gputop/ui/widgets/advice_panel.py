@@ -16,6 +16,7 @@ from gputop.model import Advice
 from gputop.ui.advice_text import brief_lines, full_lines
 from gputop.ui.gpu_text import Palette
 from gputop.ui.widgets.drawing import TextLines
+from gputop.ui.widgets.titles import set_border_title
 
 SIDES = 4
 """Cells around the text: border and padding on each side (the brief form pads under its top rule)."""
@@ -68,8 +69,8 @@ class AdvicePanel(TextLines, Widget):
         self.set_class(bool(new.advice or new.note), "-shown")
         self.set_class(not new.full, "-brief")
         text = advice_title(new.advice, new.full) if new.advice else " Advice "
-        if (new.advice or new.note) and self.border_title != text:
-            self.border_title = text
+        if new.advice or new.note:
+            set_border_title(self, text)
         before = len(self._drawn[1])
         if len(self.drawn_lines()) != before or old.full != new.full:
             self.refresh(layout=True)

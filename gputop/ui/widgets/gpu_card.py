@@ -24,6 +24,7 @@ from gputop.ui.gpu_text import (
 )
 from gputop.ui.history import GpuHistory
 from gputop.ui.widgets.drawing import CachedComponentStyles, text_strip
+from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 
 
 @dataclass(frozen=True)
@@ -132,10 +133,8 @@ class GpuCard(CachedComponentStyles, Widget):
         gpu = new.gpu
         title = f"{gpu.index}  {gpu.name or NA}  {state_label(gpu)}".rstrip()
         note = subtitle(gpu) if gpu.state == GPU_OK else ""
-        if self.border_title != title:  # each assignment repaints, even of the same text
-            self.border_title = title
-        if self.border_subtitle != note:
-            self.border_subtitle = note
+        set_border_title(self, title)  # the GPU's name comes from the driver, or from a remote host
+        set_border_subtitle(self, note)
         self.set_class(gpu.state != GPU_OK, "-lost")
         before = self._strip_cache[1]
         after = self._strips()

@@ -22,6 +22,7 @@ from gputop.ui.training_text import (
     title,
 )
 from gputop.ui.widgets.drawing import TextLines
+from gputop.ui.widgets.titles import set_border_title
 from gputop.ui.worker_text import WORKER_ROWS_INLINE
 
 SIDES = 4
@@ -81,9 +82,7 @@ class TrainingPanel(TextLines, Widget):
         if new is None:
             return
         self.set_class(not new.detailed, "-summary")
-        text = title(new.view)
-        if self.border_title != text:  # each assignment repaints, even of the same text
-            self.border_title = text
+        set_border_title(self, title(new.view))  # holds the process's name
         before = len(self._drawn[1])
         if old is None or old.detailed != new.detailed or len(self.drawn_lines()) != before:
             self.refresh(layout=True)
