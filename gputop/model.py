@@ -23,6 +23,7 @@ NOT_VISIBLE = "not in this PID namespace"
 ACCESS_DENIED = "access denied"
 ZOMBIE = "zombie"
 MEASURING = "measuring"
+INVALID = "invalid value from the driver"
 
 DRIVER_OK = "ok"
 DRIVER_UNAVAILABLE = "unavailable"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from gputop.model import (
     GPU_LOST_STATE,
     GPU_OK,
     GRAPHICS,
+    INVALID,
     MEASURING,
     NO_PERMISSION,
     NOT_IN_DRIVER,
@@ -478,7 +480,11 @@ class NvmlCollector:
         elif result.metrics[0].nvmlReturn != 0:
             put("sm_activity_percent", None, UNSUPPORTED)
         else:
-            put("sm_activity_percent", round(float(result.metrics[0].value), 1), None)
+            value = float(result.metrics[0].value)
+            if math.isfinite(value):
+                put("sm_activity_percent", round(value, 1), None)
+            else:  # a double from the driver: NaN would make --json invalid and every comparison false
+                put("sm_activity_percent", None, INVALID)
 
     def _gpm_supported(self, slot: _GpuSlot) -> bool:
         if not hasattr(pynvml, "nvmlGpmQueryDeviceSupport"):

@@ -167,8 +167,8 @@ def _uint(value: object, what: str, maximum: int) -> str:
 def _float(value: object, what: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a float, not {type(value).__name__}")
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite: {value}")
+    if math.isnan(value):
+        return "nan"  # a driver's double can be NaN; the C side reads it back with strtod
     return repr(float(value))
 
 
