@@ -190,13 +190,22 @@ class _Tracked:
     static_due: float = 0.0
 
 
+MAX_COMMAND_CHARS = 16_384
+"""The most of a command line kept: enough for any real one (long Hydra overrides included); a process that
+points its arguments at megabytes of its memory would otherwise put them in every snapshot and recording."""
+
+
 def _command(proc: psutil.Process, zombie: bool) -> str | None:
     """The command line as one line; a kernel thread or a process that cleared its arguments shows ``[name]``.
 
     Any user can put terminal escapes in their command line or name: they are made visible here, where the text
     enters gputop, so no output ever writes them raw (docs/security.md)."""
     command = " ".join(proc.cmdline()) or (None if zombie else f"[{proc.name()}]")
-    return None if command is None else printable(command)
+    if command is None:
+        return None
+    if len(command) > MAX_COMMAND_CHARS:  # a process can point its arguments at any amount of its own memory
+        command = f"{command[:MAX_COMMAND_CHARS]}… ({len(command) - MAX_COMMAND_CHARS} more characters)"
+    return printable(command)
 
 
 def _read_static(pid: int, zombie: bool) -> tuple[dict[str, Any], dict[str, str]]:

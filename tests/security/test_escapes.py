@@ -93,3 +93,25 @@ def test_the_dashboard_in_a_real_terminal_shows_the_escapes_and_keeps_its_title(
     finally:
         job.kill()
         job.wait()
+
+
+def test_a_command_line_of_megabytes_is_cut_to_what_any_real_one_needs(
+    fake_driver: Callable[..., FakeDriver],
+) -> None:
+    from gputop.collect.host import MAX_COMMAND_CHARS
+
+    job = subprocess.Popen(
+        ["bash", "-c", "echo ready; sleep 300; :", "job", *(["y" * 100_000] * 10)], stdout=subprocess.PIPE
+    )
+    try:
+        assert job.stdout is not None and job.stdout.readline() == b"ready\n"
+        driver = fake_driver(_state(job.pid))
+        out = subprocess.run(
+            [sys.executable, "-m", "gputop", "--once", "--json"], env=driver.env(), capture_output=True, check=True
+        ).stdout
+    finally:
+        job.kill()
+        job.wait()
+    (process,) = json.loads(out)["processes"]
+    assert MAX_COMMAND_CHARS < len(process["command"]) < MAX_COMMAND_CHARS + 100
+    assert process["command"].endswith("more characters)")
