@@ -8,13 +8,18 @@ One host per line, ``#`` starts a comment, words split as a shell would (quotes 
 
 The first word is the ssh destination (anything ``ssh`` accepts, resolved by the user's ssh config), or ``local``
 for this machine sampled in-process without ssh. Then ``key=value`` settings; the only one is ``command``, the
-gputop to run on that host (a word for the remote shell, ``gputop`` by default). A ``--host`` argument takes the
-text of one such line.
+gputop to run on that host (a path, ``gputop`` by default). A ``--host`` argument takes the text of one such line.
+
+The file is the user's, but it is read as input all the same: only a regular file of at most
+``MAX_HOSTS_FILE_BYTES``, lines of at most ``MAX_LINE_CHARS``, at most ``MAX_HOSTS`` hosts in all, so a wrong
+path (``/dev/zero``, a FIFO) or a runaway file is a one-line error, never a hang or a memory error.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +28,17 @@ LOCAL = "local"
 """The host name that means this machine, sampled in-process (``localhost`` is an ssh destination like any other)."""
 DEFAULT_COMMAND = "gputop"
 SETTINGS = ("command",)
+MAX_HOSTS_FILE_BYTES = 1024 * 1024
+MAX_LINE_CHARS = 4096
+MAX_HOSTS = 256
+"""Each host is an ssh process, a thread and a section on screen: far past any dashboard one can read."""
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class HostsError(ValueError):
@@ -53,6 +69,8 @@ def parse_host(text: str) -> HostSpec:
 
     Raises ``HostsError`` with a message that names what is wrong.
     """
+    if len(text) > MAX_LINE_CHARS:
+        raise HostsError(f"longer than {MAX_LINE_CHARS} characters")
     try:
         words = shlex.split(text, comments=True)
     except ValueError as exc:  # an unclosed quote
@@ -70,8 +88,10 @@ def parse_host(text: str) -> HostSpec:
             raise HostsError(f"unknown setting {key!r} (known: {', '.join(SETTINGS)})")
         if key in values:
             raise HostsError(f"{key} is given twice")
-        if not value.strip() or "\n" in value or "\0" in value:
+        if not value.strip():
             raise HostsError(f"{key}= needs a value")
+        if not value.isprintable():
+            raise HostsError(f"{key}= must be printable text")
         values[key] = value
     if name == LOCAL and "command" in values:
         raise HostsError("local is sampled by this gputop itself: command= does not apply to it")
@@ -82,9 +102,13 @@ def parse_hosts_text(text: str, source: str) -> list[HostSpec]:
     """Every host of a hosts file's text; errors name ``source`` and the line: ``hosts.txt:3: ...``."""
     hosts = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
         try:
+            if len(line) > MAX_LINE_CHARS:  # before anything looks at it, comments too
+                raise HostsError(f"longer than {MAX_LINE_CHARS} characters")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if len(hosts) == MAX_HOSTS:
+                raise HostsError(f"more than {MAX_HOSTS} hosts")
             hosts.append(parse_host(line))
         except HostsError as exc:
             raise HostsError(f"{source}:{number}: {exc}") from None
@@ -94,7 +118,7 @@ def parse_hosts_text(text: str, source: str) -> list[HostSpec]:
 def read_hosts_file(path: str | Path) -> list[HostSpec]:
     """The hosts listed in the file at ``path``; ``HostsError`` if it cannot be read or a line is wrong."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = _read_small_file(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise HostsError(f"cannot read the hosts file {path}: {reason}") from None
@@ -102,6 +126,31 @@ def read_hosts_file(path: str | Path) -> list[HostSpec]:
     if not hosts:
         raise HostsError(f"the hosts file {path} lists no host")
     return hosts
+
+
+def _read_small_file(path: str | Path) -> bytes:
+    """The bytes of a regular file of at most ``MAX_HOSTS_FILE_BYTES``; ``OSError`` (with a ``strerror`` for the
+    message) for anything else. Opened without blocking, so a FIFO nobody writes to is refused, not waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+            raise OSError(0, f"not a regular file ({kind})")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_HOSTS_FILE_BYTES:  # the limit and one byte more tell a file too big, however it grows
+            chunk = os.read(fd, MAX_HOSTS_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > MAX_HOSTS_FILE_BYTES:
+        raise OSError(0, f"bigger than {MAX_HOSTS_FILE_BYTES // (1024 * 1024)} MiB")
+    return data
 
 
 def host_list(arguments: Iterable[str], hosts_file: str | None) -> list[HostSpec]:
@@ -114,6 +163,8 @@ def host_list(arguments: Iterable[str], hosts_file: str | None) -> list[HostSpec
             raise HostsError(f"--host {text!r}: {exc}") from None
     if hosts_file is not None:
         hosts.extend(read_hosts_file(hosts_file))
+    if len(hosts) > MAX_HOSTS:
+        raise HostsError(f"more than {MAX_HOSTS} hosts")
     seen: set[str] = set()
     for host in hosts:
         if host.name in seen:

@@ -1,14 +1,16 @@
 """One connection per host, each on its own thread, so a slow or dead host never holds up another.
 
 ``SshLink`` runs ``ssh HOST COMMAND stream --full -d S`` with the user's own ssh (config, keys, agent) and turns
-each line into a ``Snapshot``; when ssh ends, it says why (``status.classify``), waits out the backoff and tries
-again. ``LocalLink`` samples this machine in-process, as the single-host dashboard does.
+its lines into ``Snapshot``s (``stream.SnapshotStream``: bounded lines, a bounded rate, bad lines counted); when
+ssh ends, or sends no snapshot within ``FIRST_SNAPSHOT_S``, it says why (``status.classify``), waits out the
+backoff and tries again. ``LocalLink`` samples this machine in-process, as the single-host dashboard does.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import selectors
 import shlex
 import subprocess
@@ -16,8 +18,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from gputop.model import Snapshot
 from gputop.remote.hosts import HostSpec
 from gputop.remote.status import FAILED, HostEvent, HostTracker, Outcome, classify, stale_after
+from gputop.remote.stream import SnapshotStream
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +35,16 @@ SSH_OPTIONS = (
 UNSET = {"connecttimeout": "none", "serveraliveinterval": "0", "serveralivecountmax": "3"}
 """What ``ssh -G`` prints for these options when no ssh config sets them."""
 SSH_G_TIMEOUT_S = 5.0
-MAX_LINE_BYTES = 64 * 1024 * 1024
+FIRST_SNAPSHOT_S = 30.0
+"""How long a connection may take to deliver its first snapshot: ssh's ConnectTimeout (10 s) and a login, then
+the remote gputop's first snapshot (about a second), with room to spare. Past it, the host is failed and retried."""
 STDERR_KEPT_BYTES = 8192
+READ_BYTES = 65536
 POLL_S = 0.25
 STOP_GRACE_S = 2.0
+_HOME = re.compile(r"~[A-Za-z0-9._-]*(/|$)")
+"""``~`` or ``~user`` at the start of a path, with its slash: what the remote shell expands to a home (only while
+unquoted, up to the first slash)."""
 
 EventSink = Callable[[HostEvent], None]
 
@@ -54,8 +64,19 @@ def ssh_argv(
     options = [word for option in ssh_options for word in ("-o", option)]
     wanted = [option for option in SSH_OPTIONS if configured is None or _left_unset(option, configured)]
     defaults = [word for option in wanted for word in ("-o", option)]
-    remote = f"{spec.command} stream --full -d {interval_s:g}"
-    return [*ssh_command, *options, "-T", *defaults, "--", spec.name, remote]
+    return [*ssh_command, *options, "-T", *defaults, "--", spec.name, remote_command(spec.command, interval_s)]
+
+
+def remote_command(command: str, interval_s: float) -> str:
+    """The line the remote user's shell runs (ssh hands it to ``$SHELL -c``).
+
+    ``command`` is quoted into one word, so a path with spaces stays whole and nothing in it is run as shell code;
+    only a leading ``~`` or ``~user`` is left outside the quotes, for the shell to expand to that home.
+    """
+    home = _HOME.match(command)
+    prefix = home.group() if home else ""
+    rest = command[len(prefix) :]
+    return f"{prefix}{shlex.quote(rest) if rest else ''} stream --full -d {interval_s:g}"
 
 
 def _left_unset(option: str, configured: Mapping[str, str]) -> bool:
@@ -101,20 +122,19 @@ class SshLink:
         ssh_command: Sequence[str] = ("ssh",),
         ssh_options: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
+        first_snapshot_s: float = FIRST_SNAPSHOT_S,
     ) -> None:
         self.spec = spec
+        self.interval_s = interval_s
+        self.first_snapshot_s = first_snapshot_s
         self.argv = ssh_argv(spec, interval_s, ssh_command, ssh_options)
-        self._ssh = (tuple(ssh_command), tuple(ssh_options), interval_s)
+        self._ssh = (tuple(ssh_command), tuple(ssh_options))
         self._configured = False
         self.tracker = HostTracker(spec.name, stale_after(interval_s), clock)
         self._sink = sink
         self._stop = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
-        self._pending = b""
-        """stdout after its last newline"""
-        self._bad_line: str | None = None
-        """The first line of this connection that was not a snapshot."""
 
     def start(self) -> None:
         if self._thread is None:
@@ -153,9 +173,9 @@ class SshLink:
     def _session(self) -> Outcome:
         if not self._configured:  # once, on the link's own thread: reading the config can be slow (Match exec)
             self._configured = True
-            command, options, interval_s = self._ssh
+            command, options = self._ssh
             settings = ssh_settings(self.spec, command, options)
-            self.argv = ssh_argv(self.spec, interval_s, command, options, settings)
+            self.argv = ssh_argv(self.spec, self.interval_s, command, options, settings)
         try:
             proc = subprocess.Popen(
                 self.argv,
@@ -167,24 +187,30 @@ class SshLink:
         except OSError as exc:
             return Outcome(FAILED, f"cannot run {shlex.join(self.argv[:1])}: {exc.strerror or exc}")
         self._proc = proc
+        stream = SnapshotStream(self.interval_s)
         try:
-            stderr, bad_line = self._read(proc)
+            stderr, timed_out = self._read(proc, stream)
         finally:
             self._end(proc)
             self._proc = None
+        name, command = self.spec.name, self.spec.command
+        others = f', only other lines: "{stream.first_bad}"' if stream.first_bad is not None else ""
+        if timed_out:
+            return Outcome(FAILED, f"{command} on {name} sent no snapshot in {self.first_snapshot_s:g} s{others}")
         delivered = self.tracker.delivered
-        outcome = classify(proc.returncode, stderr, self.spec.name, self.spec.command, delivered)
-        if bad_line is not None and not delivered and outcome.state == FAILED:
-            return Outcome(FAILED, f"{self.spec.command} on {self.spec.name} sent something else than snapshots")
+        outcome = classify(proc.returncode, stderr, name, command, delivered)
+        if stream.bad and not delivered and outcome.state == FAILED:
+            return Outcome(FAILED, f"{command} on {name} sent something else than snapshots{others}")
         return outcome
 
-    def _read(self, proc: subprocess.Popen[bytes]) -> tuple[str, str | None]:
-        """Turn stdout's lines into snapshots until it closes; returns stderr's tail and the first bad line."""
+    def _read(self, proc: subprocess.Popen[bytes], stream: SnapshotStream) -> tuple[str, bool]:
+        """Hand on stdout's snapshots until it closes; returns stderr's tail, and whether the connection was given
+        up for sending no snapshot within ``first_snapshot_s``."""
         assert proc.stdout is not None and proc.stderr is not None
         stdout, stderr = proc.stdout.fileno(), proc.stderr.fileno()
-        self._pending = b""
-        self._bad_line = None
         errors = bytearray()
+        first_by = time.monotonic() + self.first_snapshot_s
+        counted = (0, 0)
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             selector.register(stderr, selectors.EVENT_READ)
@@ -194,35 +220,37 @@ class SshLink:
             while stdout in open_fds or (stderr in open_fds and time.monotonic() < (deadline or 0)):
                 if self._stop.is_set():
                     break
-                for key, _ in selector.select(POLL_S):
-                    chunk = os.read(key.fd, 65536)
+                if not self.tracker.delivered and stdout in open_fds and time.monotonic() >= first_by:
+                    return errors.decode(errors="replace"), True
+                held = stream.wait_s()
+                ready = selector.select(POLL_S if held is None else min(POLL_S, held))
+                snaps = stream.due()
+                for key, _ in ready:
+                    chunk = os.read(key.fd, READ_BYTES)
                     if not chunk:
                         selector.unregister(key.fd)
                         open_fds.discard(key.fd)
                         if key.fd == stdout:
                             deadline = time.monotonic() + 1.0
+                            snaps += stream.finish()
                     elif key.fd == stderr:
                         errors += chunk
                         del errors[:-STDERR_KEPT_BYTES]
-                    elif not self._take(chunk):
-                        return errors.decode(errors="replace"), "a line too long to be a snapshot"
-        return errors.decode(errors="replace"), self._bad_line
+                    else:
+                        snaps += stream.feed(chunk)
+                counted = self._hand_on(snaps, stream, counted)
+        return errors.decode(errors="replace"), False
 
-    def _take(self, chunk: bytes) -> bool:
-        """Split stdout into lines and hand on each snapshot; False when a line grows past any snapshot's size."""
-        from gputop.store import snapshot_from_json
-
-        *lines, self._pending = (self._pending + chunk).split(b"\n")
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                snap = snapshot_from_json(line)
-            except ValueError:  # a login banner, or not gputop at all: remembered, not fatal
-                self._bad_line = self._bad_line or line[:80].decode(errors="replace")
-                continue
+    def _hand_on(self, snaps: list[Snapshot], stream: SnapshotStream, counted: tuple[int, int]) -> tuple[int, int]:
+        """Emit the snapshots, each with the host's status; a new bad line is told at once even without one (the
+        dashboard shows the count), while lines dropped for coming too fast are told with the next snapshot."""
+        bad, dropped = stream.bad - counted[0], stream.dropped - counted[1]
+        status = self.tracker.counted(bad, dropped)
+        if bad and not snaps:
+            self._emit(HostEvent(status))
+        for snap in snaps:
             self._emit(HostEvent(self.tracker.received(), snap))
-        return len(self._pending) <= MAX_LINE_BYTES
+        return stream.bad, stream.dropped
 
     @staticmethod
     def _end(proc: subprocess.Popen[bytes]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gputop.model import Snapshot
+from gputop.sanitize import printable
 
 CONNECTING = "connecting"
 LIVE = "live"
@@ -55,8 +56,11 @@ class Outcome:
 
 
 def _lines(stderr: str) -> list[str]:
+    """stderr's lines worth showing, each made printable: they come from another machine and end up on screen."""
     return [
-        line.strip() for line in stderr.splitlines() if line.strip() and not line.strip().startswith(IGNORED_STDERR)
+        printable(line.strip())
+        for line in stderr.splitlines()
+        if line.strip() and not line.strip().startswith(IGNORED_STDERR)
     ]
 
 
@@ -144,6 +148,10 @@ class HostStatus:
     failures: int = 0
     """Attempts in a row that ended without a snapshot, or with the connection dropping."""
     stale_after_s: float = MIN_STALE_S
+    bad_lines: int = 0
+    """Lines from the host that were not snapshots (or too long to be one), skipped, over every connection."""
+    dropped_lines: int = 0
+    """Lines never read because newer ones came faster than the interval asks for."""
 
     def shown_state(self, now: float) -> str:
         """``state``, or ``stale`` for a live host that has sent nothing for ``stale_after_s``."""
@@ -169,6 +177,12 @@ class HostEvent:
     @property
     def name(self) -> str:
         return self.status.name
+
+
+def coalesce(older: HostEvent, newer: HostEvent) -> HostEvent:
+    """One event that stands for both, for a hand-off that keeps one per host: the newer status and the newest
+    snapshot (a status alone, such as the connection ending, does not lose the snapshot before it)."""
+    return newer if newer.snapshot is not None or older.snapshot is None else HostEvent(newer.status, older.snapshot)
 
 
 class HostTracker:
@@ -202,6 +216,16 @@ class HostTracker:
             self.backoff.reset()
         since = self.status.since if self.status.state == LIVE else now
         self.status = replace(self.status, state=LIVE, reason="", since=since, last_snapshot_at=now, failures=0)
+        return self.status
+
+    def counted(self, bad: int, dropped: int) -> HostStatus:
+        """``bad`` more lines skipped and ``dropped`` more never read."""
+        if bad or dropped:
+            self.status = replace(
+                self.status,
+                bad_lines=self.status.bad_lines + bad,
+                dropped_lines=self.status.dropped_lines + dropped,
+            )
         return self.status
 
     @property

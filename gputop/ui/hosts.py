@@ -1,15 +1,18 @@
 """The multi-host view: ``GputopApp`` over a ``Fleet`` of hosts instead of one sampler.
 
-Host events arrive on the connections' threads and are queued; the UI thread takes them in batches. Each host
-keeps its own history and advisor, fed with every snapshot, so opening a host shows its full dashboard with
-graphs and findings at once: the app's ``snapshot``, ``history`` and ``advisor`` become that host's while it is
-open, and the existing dashboard, detail and training screens read them as usual.
+Host events arrive on the connections' threads and wait in an inbox that keeps one per host (the newest status
+and snapshot): the UI thread takes them in batches, and a host that floods, or a terminal that is slow, costs
+one event per host per batch. Each host keeps its own history and advisor, fed with every snapshot it takes, so
+opening a host shows its full dashboard with graphs and findings at once: the app's ``snapshot``, ``history``
+and ``advisor`` become that host's while it is open, and the existing dashboard, detail and training screens
+read them as usual.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from textual import events
@@ -21,7 +24,7 @@ from gputop.advisor import Advisor
 from gputop.model import Advice, Snapshot
 from gputop.remote.hosts import HostSpec
 from gputop.remote.options import HostsRequest
-from gputop.remote.status import HostEvent, HostStatus
+from gputop.remote.status import HostEvent, HostStatus, coalesce
 from gputop.ui.app import GputopApp, key_help
 from gputop.ui.history import History
 from gputop.ui.inbox import Inbox
@@ -95,21 +98,33 @@ class HostsApp(GputopApp):
         self.readonly_everywhere = readonly
         self.opened: str | None = None
         """The host whose dashboard is open, if any."""
-        self._events: Inbox[HostEvent] = Inbox(lambda: self.post_message(self.HostEventsArrived()))
+        self._events: Inbox[HostEvent] = Inbox(
+            lambda: self.post_message(self.HostEventsArrived()), key=lambda e: e.name, merge=coalesce
+        )
+        self._ui_thread: int | None = None
 
     def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()  # not GputopApp's: its dashboard over a single source
+        self._ui_thread = threading.get_ident()
         self.push_screen(HostsScreen())
         self.fleet.subscribe(self._host_event)
         self.fleet.start()
 
     def _host_event(self, event: HostEvent) -> None:
-        """Runs on a connection's thread: queue the event and wake the UI thread if it is not already awake."""
-        self._events.put(event)
+        """Runs on a connection's thread: queue the event and wake the UI thread if it is not already awake. A
+        source that delivers on the UI thread itself (a scripted one) hands nothing over: each event is taken as
+        it comes, none merged into the next."""
+        if threading.get_ident() == self._ui_thread:
+            self._take([event])
+        else:
+            self._events.put(event)
 
     def on_hosts_app_host_events_arrived(self, _: HostEventsArrived) -> None:
+        self._take(self._events.drain())
+
+    def _take(self, batch: Iterable[HostEvent]) -> None:
         opened_changed = False
-        for event in self._events.drain():
+        for event in batch:
             feed = self.feeds.get(event.name)
             if feed is None:
                 continue
@@ -131,7 +146,7 @@ class HostsApp(GputopApp):
         """Show ``name``'s full dashboard: its snapshots, history and findings become the app's."""
         feed = self.feeds[name]
         if feed.latest is None:
-            self.notify(f"{name} has sent no snapshot yet", title=name, severity="warning")
+            self.notify(f"{name} has sent no snapshot yet", title=name, severity="warning", markup=False)
             return
         self.opened = name
         self.history = feed.history

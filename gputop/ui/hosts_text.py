@@ -82,6 +82,25 @@ def fmt_power(watts: float | None) -> str:
     return f"{watts / 1000:.2f}kW" if watts >= 1000 else f"{watts:.0f}W"
 
 
+def stream_notice(status: HostStatus) -> str:
+    """What the host sent that is not on screen: ``3 bad lines skipped · 120 lines dropped (sent too fast)``; empty
+    when everything it sent was a snapshot, read in time."""
+    parts = []
+    if status.bad_lines:
+        parts.append(f"{status.bad_lines} bad line{'s' if status.bad_lines != 1 else ''} skipped")
+    if status.dropped_lines:
+        parts.append(f"{status.dropped_lines} line{'s' if status.dropped_lines != 1 else ''} dropped (sent too fast)")
+    return " · ".join(parts)
+
+
+def _append_notice(line: Text, status: HostStatus, width: int, p: Palette) -> None:
+    """The stream notice at the end of a summary line, where it fits whole (the host's section always has it)."""
+    notice = stream_notice(status)
+    if notice and line.cell_len + 2 + len(notice) <= width:
+        line.append("  ")
+        line.append(notice, style=p.warn)
+
+
 def state_style(state: str, p: Palette) -> Style:
     if state == LIVE:
         return p.fill
@@ -153,6 +172,7 @@ def summary_line(
     if state not in (LIVE, STALE) or snap is None:
         line.append("  ")
         line.append(down_note(status, now, short=True), style=p.dim if state == CONNECTING else p.crit)
+        _append_notice(line, status, width, p)
         line.truncate(width, overflow="ellipsis")
         return line
     totals = host_totals(snap)
@@ -179,6 +199,7 @@ def summary_line(
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
         line.append(top.command or top.name or NA)
+    _append_notice(line, status, width, p)
     line.truncate(width, overflow="ellipsis")
     return line
 
@@ -239,6 +260,9 @@ def section_lines(
     lines = [host_line(status.name, snap, p)]
     if state == STALE and status.last_snapshot_at is not None:
         lines[0].append(f"   no update for {fmt_age(now - status.last_snapshot_at)}", style=p.warn)
+    notice = stream_notice(status)
+    if notice:
+        lines.append(Text(notice, style=p.warn))
     if not snap.driver.ok:
         lines.append(Text(f"No GPU information: {snap.driver.reason or 'the NVIDIA driver did not answer'}", p.warn))
     cells = min(30, max(0, width - 130))
@@ -284,16 +308,20 @@ def down_note(status: HostStatus, now: float, short: bool = False) -> str:
 
 def _down_lines(status: HostStatus, snap: Snapshot | None, now: float, width: int, p: Palette) -> list[Text]:
     if status.state == CONNECTING and not status.failures:
-        return [Text("connecting…", style=p.dim)]
-    lines = [Text(status.reason or status.state, style=p.dim if status.state == CONNECTING else p.crit)]
-    failed = f"{status.failures} failed attempt{'s' if status.failures != 1 else ''}"
-    info = Text(f"{_retry_text(status, now)} · {failed} · down for {fmt_age(now - status.since)}")
-    if status.last_snapshot_at is not None:
-        info.append(f" · last update {fmt_age(now - status.last_snapshot_at)} ago")
-        if snap is not None:
-            info.append(f" from {snap.host.hostname}")
-    info.stylize(p.dim)
-    lines.append(info)
+        lines = [Text("connecting…", style=p.dim)]
+    else:
+        lines = [Text(status.reason or status.state, style=p.dim if status.state == CONNECTING else p.crit)]
+        failed = f"{status.failures} failed attempt{'s' if status.failures != 1 else ''}"
+        info = Text(f"{_retry_text(status, now)} · {failed} · down for {fmt_age(now - status.since)}")
+        if status.last_snapshot_at is not None:
+            info.append(f" · last update {fmt_age(now - status.last_snapshot_at)} ago")
+            if snap is not None:
+                info.append(f" from {snap.host.hostname}")
+        info.stylize(p.dim)
+        lines.append(info)
+    notice = stream_notice(status)
+    if notice:
+        lines.append(Text(notice, style=p.warn))
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines

@@ -22,6 +22,7 @@ from gputop.ui.gpu_text import Palette
 from gputop.ui.history import History
 from gputop.ui.hosts_text import PROCESS_ROWS, section_lines, summary_header, summary_layout, summary_line
 from gputop.ui.widgets.drawing import TextLines
+from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 
 PALETTE_CSS = """
     {name} > .host--label {{ color: $text-muted; }}
@@ -142,12 +143,8 @@ class HostSection(_HostLines):
     def show(self, shown: HostShown, now: float, selected: bool, process_rows: int = PROCESS_ROWS) -> None:
         self._shown, self._now, self._rows = shown, now, process_rows
         state = shown.status.shown_state(now)
-        title = f" {shown.name} · {state} "
-        if self.border_title != title:
-            self.border_title = title
-        subtitle = " ⏎ open " if selected and shown.snapshot is not None else ""
-        if self.border_subtitle != subtitle:
-            self.border_subtitle = subtitle
+        set_border_title(self, f" {shown.name} · {state} ")
+        set_border_subtitle(self, " ⏎ open " if selected and shown.snapshot is not None else "")
         self.set_class(selected, "-selected")
         self.set_class(state == STALE, "-stale")
         self.set_class(state not in (LIVE, STALE), "-down")
