@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from prometheus_client import write_to_textfile
+from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
+
+from gputop.files import SHARED, replace_file
 
 TEXTFILE_NAME = "gputop.prom"
 
@@ -16,12 +18,14 @@ def textfile_path(directory: str | Path) -> Path:
 
 
 def write_textfile(registry: CollectorRegistry, path: Path) -> None:
-    """Write the metrics to ``path`` atomically, so a reader never sees half a file.
+    """Write the metrics to ``path`` atomically, so a reader never sees half a file. Raises OSError.
 
-    prometheus-client writes a temporary file beside it (``gputop.prom.PID.THREAD``, which node_exporter skips
-    as it does not end in ``.prom``) and renames it over ``path``. Raises OSError.
+    The textfile directory is often shared (node_exporter's), and another user who can write there must not be
+    able to make gputop write through a symlink: the bytes go to a new file of a random name made exclusively
+    (``.gputop.prom.XXXXXXXX.tmp``, which node_exporter skips as it does not end in ``.prom``), renamed over
+    ``path``. Mode 0644: node_exporter often runs as another user, and the file holds no command lines.
     """
-    write_to_textfile(str(path), registry)
+    replace_file(path, generate_latest(registry), SHARED)
 
 
 def remove_textfile(path: Path) -> None:
