@@ -13,8 +13,11 @@ import re
 
 # C0 (tab and newline included: one field is one line), DEL, C1, and the Unicode format characters that
 # reorder or hide text: bidirectional embeddings, overrides and isolates, zero-width and invisible marks, the
-# line and paragraph separators, and the byte order mark.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+# line and paragraph separators, the byte order mark; and lone surrogates (JSON's "\ud800"), which cannot even be
+# encoded for a terminal.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb]"
+)
 
 
 def _visible(match: re.Match[str]) -> str:

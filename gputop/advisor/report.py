@@ -130,6 +130,8 @@ class RecordingReport:
     """The job judged: ``--pid``, else the recording's focus (None: every training process)."""
     timeline: AdviceTimeline
     damage: str | None
+    skipped: int
+    """Rows that hold no snapshot this gputop can read (the wrong types, too big, not a snapshot): left out."""
 
     @property
     def first(self) -> float | None:
@@ -151,7 +153,7 @@ def report_recording(path: str, pid: int | None, config: AdvisorConfig) -> Recor
         if pid is None and first is not None:
             pid = first.focus_pid
         timeline = advise(itertools.chain([first] if first is not None else [], snapshots), pid, config)
-        return RecordingReport(recording.info, pid, timeline, recording.damage)
+        return RecordingReport(recording.info, pid, timeline, recording.damage, recording.skipped)
 
 
 def _span_dict(span: Span) -> dict[str, Any]:
@@ -181,6 +183,7 @@ def recording_document(report: RecordingReport) -> dict[str, Any]:
             "last": report.last,
             "snapshots": len(report.timeline),
             "damage": report.damage,
+            "skipped": report.skipped,
         },
         "pid": report.pid,
         "advice": advice,

@@ -157,6 +157,8 @@ class Findings:
     """The timeline's index for each position (a row that could not be read keeps the findings before it)."""
     marks: list[int]
     """The highest severity rank of the findings at each position, -1 for none (the timeline strip)."""
+    undecodable: int
+    """Rows that could not be read or decoded: stepped over by the replay, left out by the advisor."""
 
     def at(self, position: int) -> tuple[Advice, ...]:
         return self.timeline.at(self.advice_at[position]) if 0 <= position < len(self.advice_at) else ()
@@ -192,7 +194,7 @@ def compute_findings(
         return None
     advice_at = [bisect.bisect_right(decoded, position) - 1 for position in range(len(rows))]
     marks = [max((a.severity_rank for a in timeline.at(k)), default=-1) for k in advice_at]
-    return Findings(timeline, advice_at, marks)
+    return Findings(timeline, advice_at, marks, len(rows) - len(decoded))
 
 
 class _FromTheTimeline:
@@ -464,7 +466,7 @@ class ReplayApp(GputopApp):
             self.history = History()
             self._feed(self._positions_before(target))
         if position != target and position in source.unreadable:
-            self.notify(source.unreadable[position], title="Skipped a snapshot", severity="warning")
+            self.notify(source.unreadable[position], title="Skipped a snapshot", severity="warning", markup=False)
         source.seek(target)
         if not keep_clock:
             self._restart_clock()
@@ -613,6 +615,10 @@ class ReplayApp(GputopApp):
         failed = self.findings.timeline.failed
         if failed:
             self.notices = (*self.notices, f"{failed}: no findings are shown after that")
+        count = self.findings.undecodable
+        if count:
+            said = "1 snapshot does not decode: it is" if count == 1 else f"{count} snapshots do not decode: they are"
+            self.notices = (*self.notices, f"{said} stepped over")
         self.advice = self.findings.at(self.position)
         self.findings_ready = True
         self.advice_note = ""
