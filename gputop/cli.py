@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="FILE", help="record every snapshot of the job into FILE, a new recording (gputop replay)"
     )
     run.add_argument("--window", type=_seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}")
+    run.add_argument(
+        "--detach", action="store_true", help="leave CMD running if gputop is killed (by default it ends with gputop)"
+    )
     _add_interval(
         run,
         "run_interval",
@@ -308,6 +311,7 @@ def _run(args: argparse.Namespace) -> int:
         interval_s=args.run_interval,
         advisor_config=_advisor_config(args.run_window),
         record=args.record,
+        detach=args.detach,
     )
 
 

@@ -5,20 +5,27 @@ The probe reaches every Python process the command starts through a ``sitecustom
 carries ``GPUTOP_RUN_ID`` in its reports, so at exit the job's last reports are found even for processes that
 lived between two ticks.
 
-Signals: the command stays in gputop's process group, so a key the terminal turns into a signal (Ctrl-C, Ctrl-\\)
-reaches the job directly; the same signal sent to gputop alone (``kill PID``) is forwarded to the command.
-Telling the two apart needs the sender's ``si_code``, so the forwarded signals are blocked in every thread and
-taken by one thread with ``sigwaitinfo``.
+Signals reach the command once, however they are sent. The command runs in a process group of its own, so a
+signal sent to gputop's process group (``kill -- -PGID``, ``kill 0``) reaches gputop alone, which forwards it, as
+it forwards one sent to its PID. Headless at a terminal, the command's group is the terminal's foreground group,
+as a shell makes its foreground job: Ctrl-C and Ctrl-\\ reach the command from the terminal and not gputop, and
+the command can read the terminal. Where gputop keeps the terminal (the dashboard), what the terminal sends
+gputop (``si_code`` ``SI_KERNEL``) goes to the command's whole group, as the terminal would have sent it. Telling
+these apart needs the sender's ``si_code``, so the forwarded signals are blocked in every thread and taken by one
+thread with ``sigwaitinfo``. The command is killed when gputop dies (``PR_SET_PDEATHSIG``), unless detached.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,12 +33,15 @@ from typing import Any
 
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.report import advice_document, render_advice, sample_every_s
+from gputop.files import create_new, replace_file
 from gputop.model import PROBE_NONE, PROBE_OK, TrainingView, job_views
 from gputop.probe import channel
+from gputop.sanitize import printable
 
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "_boot")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself, such as the terminal's Ctrl-C to its foreground group
+PR_SET_PDEATHSIG = 1
 HEADLESS_STATUS_EVERY_S = 5.0
 SAMPLE_EVERY_S = 1.0
 STOP_GRACE_S = 5.0
@@ -72,6 +82,7 @@ def run(
     record: str | None = None,
     dashboard_options: dict[str, Any] | None = None,
     stop_on_close: bool = False,
+    detach: bool = False,
 ) -> int:
     """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable).
 
@@ -79,7 +90,10 @@ def run(
     (``-``: stdout) for them and the job's last training views. ``record`` names a new recording file that gets
     every snapshot the advisor sees, from the job's start to its end; one that cannot be created is an error
     (exit 2) before the job starts. ``dashboard_options`` go to ``run_dashboard`` as they are; with
-    ``stop_on_close``, closing the dashboard stops the command (``stop``) instead of waiting for it.
+    ``stop_on_close``, closing the dashboard stops the command (``stop``) instead of waiting for it. The command
+    is killed if gputop dies first, unless ``detach``.
+
+    Call it on the main thread: the kernel kills the command when the thread that started it ends.
     """
     advisor = Advisor(None, advisor_config)  # its pid is set once the job has one
     sink = None
@@ -93,27 +107,43 @@ def run(
         except RecordingError as exc:
             print(f"gputop: error: {exc}", file=sys.stderr, flush=True)
             return 2
-    directory = channel.report_dir()
-    problem = channel.ensure_dir(directory)
-    if problem:
-        _say(f"probe reports are off: {problem}")
+    directory, problem, notice = _report_dir()
+    fallback = directory if notice else None
     dashboard = None
     if not headless:
         dashboard, why_not = _dashboard()
         if dashboard is None:
             _say(f"no dashboard here ({why_not}); running headless")
     run_id = str(os.getpid())
-    log_path = os.path.join(directory, f"run-{run_id}.log") if dashboard is not None and not problem else None
+    log_path, log_fd = None, None
+    if dashboard is not None and not problem:
+        log_path = os.path.join(directory, f"run-{run_id}.log")
+        try:
+            log_fd = _new_log(log_path)
+        except OSError as exc:
+            _say(f"cannot create {log_path}: {exc.strerror}; running headless")
+            dashboard, log_path = None, None
+    forwarder = SignalForwarder(_foreground_terminal() if dashboard is None else None)
+    job_mask = forwarder.block()
     try:
-        child = _start(command, probe_env(dict(os.environ), directory, run_id), log_path)
-    except (FileNotFoundError, PermissionError) as exc:
+        child = _start(
+            command, probe_env(dict(os.environ), directory, run_id), log_fd, forwarder.terminal, job_mask, detach
+        )
+    except OSError as exc:
+        forwarder.release_terminal()
         if sink is not None:
             sink.close()
-        missing = isinstance(exc, FileNotFoundError)
-        _say(f"command {'not found' if missing else 'not runnable'}: {command[0]}")
-        return 127 if missing else 126
-    forwarder = SignalForwarder(child)
-    forwarder.start()
+        with contextlib.suppress(OSError):
+            if log_path:
+                os.unlink(log_path)
+            if fallback:
+                os.rmdir(fallback)
+        _say(f"cannot run {printable(command[0])}: {exc.strerror or exc}")
+        return 127 if exc.errno == errno.ENOENT else 126
+    finally:
+        if log_fd is not None:
+            os.close(log_fd)
+    forwarder.start(child)
     views: tuple[TrainingView, ...] = ()
     advisor.pid = child.pid
     watcher = _Watcher(child.pid, advisor, sink)
@@ -125,6 +155,8 @@ def run(
                 _say(f"job output goes to {log_path}")
             # The dashboard samples while it is open: its snapshots feed the report's advisor and the recording.
             options = {"advisor_config": advisor_config, "close": forwarder.hung_up, **(dashboard_options or {})}
+            if notice and "notice" not in options:
+                options["notice"] = notice
             dashboard(interval_s=interval_s or 1.0, pid=child.pid, readonly=False, on_snapshot=watcher.take, **options)
             if child.poll() is None and stop_on_close:
                 _say(f"dashboard closed; stopping PID {child.pid}")
@@ -138,6 +170,7 @@ def run(
             sink.close()
             _say(f"recorded {sink.recorder.written} snapshots to {record}")
     code = exit_code(child.wait())
+    forwarder.release_terminal()
     if log_path:
         _say(f"job output was written to {log_path}")
     raised = watcher.advisor.raised()
@@ -155,37 +188,108 @@ def run(
         _write_report(report_json, document)
     if not problem:
         channel.remove_dead_reports(directory)
+    if fallback:
+        with contextlib.suppress(OSError):  # kept while it holds the job's log
+            os.rmdir(fallback)
     return code
 
 
+def _report_dir() -> tuple[str, str | None, str | None]:
+    """Where the job's reports go, why they cannot (None when they can), and, where the usual directory cannot be
+    used, the notice that says a directory was made for this run instead.
+
+    The usual directory has a name every user can predict, so another user can take it first (made as theirs,
+    or as a file) to turn a user's reports off. A new private directory then takes its place, made known to the
+    job and to this process's readers through ``$GPUTOP_PROBE_DIR``.
+    """
+    directory = channel.report_dir()
+    problem = channel.ensure_dir(directory)
+    if problem is None:
+        return directory, None, None
+    try:
+        private = tempfile.mkdtemp(prefix="gputop-probe-")
+    except OSError as exc:
+        _say(f"probe reports are off: {problem}; no private directory either: {exc.strerror}")
+        return directory, problem, None
+    os.environ[channel.DIR_ENV] = private
+    notice = f"probe reports go to {private}: {problem}"
+    _say(notice)
+    return private, None, notice
+
+
 def _write_report(path: str, document: dict[str, Any]) -> None:
-    """Write the report atomically (a reader never sees half of it); ``-`` is one line, the last on stdout, after
-    the job's own output. A file that cannot be written is said on stderr: the exit status stays the job's."""
+    """Write the report atomically (a reader never sees half of it), private to the user (it holds the command
+    line), never through a name planted in a shared directory; ``-`` is one line, the last on stdout, after the
+    job's own output. A file that cannot be written is said on stderr: the exit status stays the job's."""
     text = json.dumps(document, separators=(",", ":")) + "\n"
     if path == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    temp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(temp, "w") as f:
-            f.write(text)
-        os.replace(temp, path)
+        replace_file(path, text.encode())
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         _say(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def _start(command: Sequence[str], env: dict[str, str], log_path: str | None) -> subprocess.Popen:
-    if log_path is None:
-        return subprocess.Popen(list(command), env=env)
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+def _new_log(path: str) -> int:
+    """The job's log, a new file. One already at its name (an earlier gputop's with this PID, or one put there)
+    is removed, never written through."""
     try:
-        # The dashboard owns the terminal: the job reads nothing from it and writes to the log.
-        return subprocess.Popen(list(command), env=env, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT)
-    finally:
-        os.close(fd)
+        return create_new(path)
+    except FileExistsError:
+        os.unlink(path)
+        return create_new(path)
+
+
+def _foreground_terminal() -> int | None:
+    """gputop's controlling terminal, opened, when gputop is in its foreground group; else None."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        if os.tcgetpgrp(fd) == os.getpgrp():
+            return fd
+    os.close(fd)
+    return None
+
+
+def _start(
+    command: Sequence[str],
+    env: dict[str, str],
+    log_fd: int | None,
+    terminal: int | None,
+    mask: set[signal.Signals],
+    detach: bool,
+) -> subprocess.Popen:
+    setup = _job_setup(terminal, mask, detach)
+    if log_fd is None:
+        return subprocess.Popen(list(command), env=env, preexec_fn=setup)
+    # The dashboard owns the terminal: the job reads nothing from it and writes to the log.
+    return subprocess.Popen(
+        list(command), env=env, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT, preexec_fn=setup
+    )
+
+
+def _job_setup(terminal: int | None, mask: set[signal.Signals], detach: bool) -> Callable[[], None]:
+    """What the job's process does between fork and exec: a process group of its own, the terminal where it is
+    given one, death with gputop unless detached, and the signal mask gputop had before it blocked its own."""
+    parent = os.getpid()
+    prctl = None if detach else ctypes.CDLL(None, use_errno=True).prctl
+
+    def setup() -> None:
+        os.setpgid(0, 0)
+        if terminal is not None:
+            with contextlib.suppress(OSError):  # the terminal has gone: the job runs without it
+                os.tcsetpgrp(terminal, os.getpid())  # before exec, so the job never reads it from the background
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
+            if os.getppid() != parent:  # gputop died before the death signal was set: nothing would send it
+                os.kill(os.getpid(), signal.SIGKILL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    return setup
 
 
 def _dashboard() -> tuple[Callable[..., Any] | None, str | None]:
@@ -216,30 +320,83 @@ def _view_dict(view: TrainingView) -> dict[str, Any]:
 
 
 class SignalForwarder:
-    """Forwards the signals sent to gputop to the command, except those the command got from the terminal too."""
+    """Passes the signals sent to gputop on to the command, each once; and where the command has the terminal,
+    does a shell's part when it stops (Ctrl-Z)."""
 
-    def __init__(self, child: subprocess.Popen) -> None:
-        self.child = child
+    def __init__(self, terminal: int | None = None) -> None:
+        self.terminal = terminal
+        """gputop's controlling terminal, when the command's group is to be its foreground group (headless, gputop
+        in the foreground), else None."""
         self.hung_up = threading.Event()
         """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it."""
+        self._child: subprocess.Popen | None = None
+        # A stop of the command is seen by its SIGCHLD; it matters only where the command has the terminal.
+        self._signals = FORWARDED + ((signal.SIGCHLD,) if terminal is not None else ())
 
-    def start(self) -> None:
-        # Threads started from now on inherit the mask, so only this thread ever takes these signals.
-        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
-        threading.Thread(target=self._run, name="gputop-signals", daemon=True).start()
+    def block(self) -> set[signal.Signals]:
+        """Block the signals left to this forwarder in the calling thread, and so in every thread it starts from
+        now on, and SIGTTOU, so that gputop can write to the terminal and take it back from a background group.
+        Returns the mask from before, for the command."""
+        return signal.pthread_sigmask(signal.SIG_BLOCK, (*self._signals, signal.SIGTTOU))
 
-    def _run(self) -> None:
+    def start(self, child: subprocess.Popen) -> None:
+        self._child = child
+        threading.Thread(target=self._run, args=(child,), name="gputop-signals", daemon=True).start()
+
+    def release_terminal(self) -> None:
+        """Take the terminal back from the command's group (it has ended), as a shell does, and close it."""
+        if self.terminal is None:
+            return
+        with contextlib.suppress(OSError):
+            if self._child is not None and os.tcgetpgrp(self.terminal) == self._child.pid:
+                os.tcsetpgrp(self.terminal, os.getpgrp())
+        os.close(self.terminal)
+        self.terminal = None
+
+    def _run(self, child: subprocess.Popen) -> None:
         while True:
-            info = signal.sigwaitinfo(FORWARDED)
+            info = signal.sigwaitinfo(self._signals)
+            if info.si_signo == signal.SIGCHLD:
+                self._stopped(child)
+                continue
             if info.si_signo == signal.SIGHUP:
                 # The terminal is gone (its window closed, tmux killed it, the ssh link dropped): the dashboard
                 # has nothing left to draw on, so it closes, whether the kernel or a terminal program sent it.
                 self.hung_up.set()
-            if info.si_code == SI_KERNEL:
-                continue  # the terminal signalled its whole foreground group, the command included
-            if self.child.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.child.send_signal(info.si_signo)
+            if child.poll() is not None:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                if info.si_code != SI_KERNEL:
+                    child.send_signal(info.si_signo)  # sent to gputop, or to its group, which the command is not in
+                elif self.terminal is None:
+                    # The terminal signalled its foreground group, gputop's: the command's group gets it from here,
+                    # as it would have from the terminal. Where the command has the terminal, it got it directly.
+                    os.killpg(child.pid, info.si_signo)
+
+    def _stopped(self, child: subprocess.Popen) -> None:
+        """If the command has stopped (Ctrl-Z), stop gputop too, as the shell expects of its foreground job: take the
+        terminal back and stop gputop's group, which hands the terminal to the shell. Once continued (``fg``), give
+        the terminal back to the command, and continue it (``bg`` leaves the terminal with the shell)."""
+        terminal = self.terminal
+        try:
+            info = os.waitid(os.P_PID, child.pid, os.WSTOPPED | os.WNOHANG)
+        except ChildProcessError:  # it has ended and been reaped
+            return
+        if info is None or info.si_code != os.CLD_STOPPED or terminal is None:
+            return
+        own = os.getpgrp()
+        with contextlib.suppress(OSError):
+            if os.tcgetpgrp(terminal) == child.pid:
+                os.tcsetpgrp(terminal, own)
+        os.killpg(own, signal.SIGTSTP)  # gputop's group, as the terminal would have stopped it with the command
+        # This thread at once, before it goes on: the group's stop may reach it later. Returns once continued, or
+        # at once where no shell is left to continue it (an orphaned group is not stopped).
+        signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)
+        with contextlib.suppress(OSError):
+            if os.tcgetpgrp(terminal) == own:
+                os.tcsetpgrp(terminal, child.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGCONT)
 
 
 class _Watcher:

@@ -4,12 +4,20 @@ A report is used only when it is a regular file owned by the monitor's own user,
 can enter, parses as the expected format, names the process it is read for (PID and start time, so a PID reused
 by a later process does not inherit an old report), and was written recently. Anything else becomes a
 ``ProbeReport`` whose status says why it was ignored.
+
+What a report holds is checked before any of it is used, in time and memory bounded by its size, which is capped
+before it is read: its nesting depth (before parsing: the parser recurses), every value's type and range (no NaN
+or infinity, which would make the JSON output invalid; no integer too large for the exporters), the length of
+each list, and its strings, which are shown in a terminal, made printable. One bad value rejects the whole
+report, never more than that process's report.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import stat
 from typing import Any
 
@@ -26,9 +34,21 @@ from gputop.model import (
     ProbeReport,
 )
 from gputop.probe import channel
+from gputop.sanitize import printable
 
-MAX_REPORT_BYTES = 1 << 20
+MAX_REPORT_BYTES = 256 << 10
+"""About 20 times the largest report a real job writes (ten DataLoaders of 64 workers each, eight GPUs)."""
 STALE_AFTER_S = 5.0
+MAX_DEPTH = 16
+"""Containers inside containers: the format needs 4 (report, loaders, loader, its configuration)."""
+MAX_LOADERS = 64
+MAX_DEVICES = 64
+MAX_WORKER_PIDS = 1024
+MAX_TEXT = 300
+"""Characters kept of a string: the probe's longest (``last_failure``) is cut at 300."""
+MAX_INT = (1 << 63) - 1
+"""Counts and bytes fit a signed 64-bit integer, as the recording and the exporters store them."""
+MAX_NUMBER = 1e18
 
 
 class Malformed(ValueError):
@@ -45,7 +65,7 @@ def read_report(
 ) -> ProbeReport:
     """The report of one process as of ``now`` (Unix time). The caller checks the directory (``unsafe_reason``).
 
-    With ``run_id``, only a report of that ``gputop run`` counts.
+    With ``run_id``, only a report of that ``gputop run`` counts. Never raises.
     """
     path = channel.report_path(directory, pid)
     try:
@@ -67,11 +87,55 @@ def read_report(
         return ProbeReport(PROBE_MALFORMED, reason=f"cannot read report: {exc.strerror}")
     finally:
         os.close(fd)
+    if len(data) > MAX_REPORT_BYTES:  # it grew after fstat
+        return ProbeReport(PROBE_MALFORMED, reason="report too large")
     try:
-        doc = json.loads(data)
-        return parse_report(doc, pid, start_ticks, now, stale_after_s, run_id)
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError and Malformed are ValueErrors
+        return parse_report(decode(data), pid, start_ticks, now, stale_after_s, run_id)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError and Malformed are ValueErrors
         return ProbeReport(PROBE_MALFORMED, reason=f"malformed report: {exc}"[:200])
+
+
+def decode(data: bytes) -> Any:
+    """The JSON document in ``data``; raises ValueError for one nested deeper than ``MAX_DEPTH``, one that is not
+    UTF-8, and one with NaN, Infinity or a number beyond a float (``1e999``), all of which ``json`` accepts."""
+    if _too_deep(data):
+        raise Malformed("nested too deeply")
+    return json.loads(data.decode(), parse_constant=_not_finite, parse_float=_finite_float)
+
+
+# An escaped character, then a string (escapes removed) to its closing quote or to the end: each matches wherever
+# it starts, so a scan never retries, and neither repeats a group, which would keep state per repetition.
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*"?')
+_PAIR = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _too_deep(data: bytes) -> bool:
+    """Whether the brackets outside strings nest deeper than ``MAX_DEPTH``. Each pass removes the innermost pairs;
+    brackets that pair with none count a level each, as a parser would go down them before failing. Linear passes
+    over the brackets alone, at most ``MAX_DEPTH + 1`` of them."""
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False  # no deeper than it has brackets: the common case, a report of a few DataLoaders
+    brackets = _STRING.sub(b"", _ESCAPE.sub(b"", data)).translate(None, _NOT_BRACKET)
+    depth = 0
+    while brackets and depth <= MAX_DEPTH:
+        brackets, pairs = _PAIR.subn(b"", brackets)
+        if not pairs:
+            return depth + len(brackets) > MAX_DEPTH
+        depth += 1
+    return depth > MAX_DEPTH
+
+
+def _not_finite(name: str) -> float:
+    raise Malformed(f"{name} is not a finite number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise Malformed(f"{text[:20]} is not a finite number")
+    return value
 
 
 def parse_report(
@@ -81,11 +145,11 @@ def parse_report(
     if not isinstance(doc, dict) or doc.get("format") != channel.REPORT_FORMAT:
         raise Malformed("not a gputop probe report")
     if doc.get("version") != channel.REPORT_VERSION:
-        raise Malformed(f"report version {doc.get('version')!r}, this gputop reads {channel.REPORT_VERSION}")
-    if doc.get("pid") != pid:
-        raise Malformed(f"report names PID {doc.get('pid')!r}")
-    written_at = _number(doc, "written_at")
-    if written_at is None:
+        raise Malformed(f"report version {_shown(doc.get('version'))}, this gputop reads {channel.REPORT_VERSION}")
+    if not _is_int(doc.get("pid")) or doc["pid"] != pid:
+        raise Malformed(f"report names PID {_shown(doc.get('pid'))}")
+    written_at = doc.get("written_at")
+    if not _is_number(written_at) or not 0 < written_at <= MAX_NUMBER:
         raise Malformed("no written_at")
     reported_start = _int(doc, "start_ticks")
     if start_ticks is not None and reported_start is not None and reported_start != start_ticks:
@@ -95,15 +159,13 @@ def parse_report(
     age = max(0.0, now - written_at)
     if age > stale_after_s:
         return ProbeReport(PROBE_STALE, reason=f"last written {age:.0f} s ago", age_s=age)
-    loaders = doc.get("loaders")
-    if not isinstance(loaders, list):
-        raise Malformed("loaders is not a list")
+    loaders = _list(doc.get("loaders"), "loaders", MAX_LOADERS)
     cuda = doc.get("cuda")
     if cuda is not None and not isinstance(cuda, dict):
         raise Malformed("cuda is not an object")
-    devices = (cuda or {}).get("devices") or []
+    devices = _list((cuda or {}).get("devices") or [], "CUDA devices", MAX_DEVICES)
     host = (cuda or {}).get("host_pinned")
-    if not isinstance(devices, list) or (host is not None and not isinstance(host, dict)):
+    if host is not None and not isinstance(host, dict):
         raise Malformed("cuda has the wrong shape")
     return ProbeReport(
         PROBE_OK,
@@ -111,13 +173,13 @@ def parse_report(
         rank=_int(doc, "rank"),
         local_rank=_int(doc, "local_rank"),
         world_size=_int(doc, "world_size"),
-        torch_version=_str(doc, "torch"),
+        torch_version=_text(doc, "torch"),
         loaders=tuple(_loader(_object(item), age) for item in loaders),
         cuda=tuple(_device(_object(item)) for item in devices),
         pinned_host=None if host is None else PinnedHostMemory(**{k: _int(host, k) for k in _PINNED_FIELDS}),
-        cuda_reason=_str(doc, "cuda_reason"),
+        cuda_reason=_text(doc, "cuda_reason"),
         failures=_int(doc, "failures") or 0,
-        last_failure=_str(doc, "last_failure"),
+        last_failure=_text(doc, "last_failure"),
     )
 
 
@@ -138,30 +200,30 @@ _DEVICE_FIELDS = (
 
 def _loader(item: dict[str, Any], age: float) -> LoaderView:
     """One loader; times that count up (the current wait, the last batch's age) are moved on to now."""
-    loader_id = _int(item, "id")
-    if loader_id is None:
+    loader_id = item.get("id")
+    if not _is_int(loader_id) or not 0 <= loader_id <= MAX_INT:
         raise Malformed("loader without id")
     waiting = _number(item, "waiting_now_s")
     last_batch = _number(item, "last_batch_age_s")
-    pids = item.get("worker_pids") or []
-    if not isinstance(pids, list):
-        raise Malformed("worker_pids is not a list")
+    pids = _list(item.get("worker_pids") or [], "worker PIDs", MAX_WORKER_PIDS)
+    if not all(_is_int(p) and 0 < p <= channel.PID_MAX for p in pids):
+        raise Malformed("worker_pids: not a list of PIDs")
     return LoaderView(
         loader_id=loader_id,
         requested=_config(item.get("requested")),
         effective=_config(item.get("effective")),
-        worker_pids=tuple(p for p in pids if isinstance(p, int) and not isinstance(p, bool)),
+        worker_pids=tuple(pids),
         passes=_int(item, "passes") or 0,
         batches=_int(item, "batches") or 0,
         window_s=_number(item, "window_s"),
         window_batches=_int(item, "window_batches") or 0,
-        data_wait_share=_number(item, "data_wait_share"),
+        data_wait_share=_number(item, "data_wait_share", 1.0),
         steps_per_s=_number(item, "steps_per_s"),
         samples_per_s=_number(item, "samples_per_s"),
         waiting_now_s=None if waiting is None else waiting + age,
         last_batch_age_s=None if last_batch is None else last_batch + age,
         pass_start_s=_number(item, "pass_start_s"),
-        pass_start_wait_share=_number(item, "pass_start_wait_share"),
+        pass_start_wait_share=_number(item, "pass_start_wait_share", 1.0),
     )
 
 
@@ -173,20 +235,20 @@ def _config(value: Any) -> LoaderConfig:
         batch_size=_int(item, "batch_size"),
         num_workers=_int(item, "num_workers"),
         pin_memory=_bool(item, "pin_memory"),
-        pin_memory_device=_str(item, "pin_memory_device"),
+        pin_memory_device=_text(item, "pin_memory_device"),
         prefetch_factor=_int(item, "prefetch_factor"),
         persistent_workers=_bool(item, "persistent_workers"),
-        start_method=_str(item, "start_method"),
+        start_method=_text(item, "start_method"),
         drop_last=_bool(item, "drop_last"),
         timeout_s=_number(item, "timeout_s"),
     )
 
 
 def _device(item: dict[str, Any]) -> CudaMemory:
-    device = _int(item, "device")
-    if device is None:
+    device = item.get("device")
+    if not _is_int(device) or not 0 <= device < MAX_DEVICES:
         raise Malformed("cuda device without index")
-    return CudaMemory(device=device, uuid=_str(item, "uuid"), **{k: _int(item, k) for k in _DEVICE_FIELDS})
+    return CudaMemory(device=device, uuid=_text(item, "uuid"), **{k: _int(item, k) for k in _DEVICE_FIELDS})
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -195,21 +257,66 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
+def _list(value: Any, what: str, most: int) -> list[Any]:
+    if not isinstance(value, list):
+        raise Malformed(f"{what} is not a list")
+    if len(value) > most:
+        raise Malformed(f"too many {what} ({len(value)}, at most {most})")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a float; a float is finite here, ``decode`` refused the rest."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _int(item: dict[str, Any], key: str) -> int | None:
+    """A count, a size or an index: absent or null is None; anything but an integer from 0 to ``MAX_INT`` is
+    malformed."""
     value = item.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if value is None:
+        return None
+    if not _is_int(value):
+        raise Malformed(f"{key}: not an integer")
+    if not 0 <= value <= MAX_INT:
+        raise Malformed(f"{key}: out of range")
+    return value
 
 
-def _number(item: dict[str, Any], key: str) -> float | None:
+def _number(item: dict[str, Any], key: str, most: float = MAX_NUMBER) -> float | None:
+    """A rate, a share or a time in seconds, from 0 to ``most``."""
     value = item.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise Malformed(f"{key}: not a number")
+    if not 0 <= value <= most:
+        raise Malformed(f"{key}: out of range")
+    return float(value)
 
 
 def _bool(item: dict[str, Any], key: str) -> bool | None:
     value = item.get(key)
-    return value if isinstance(value, bool) else None
+    if value is not None and not isinstance(value, bool):
+        raise Malformed(f"{key}: not true or false")
+    return value
 
 
-def _str(item: dict[str, Any], key: str) -> str | None:
+def _text(item: dict[str, Any], key: str) -> str | None:
+    """A string made safe to show: cut to ``MAX_TEXT``, a lone surrogate (which no terminal or file can take)
+    written as its escape, control characters made visible."""
     value = item.get(key)
-    return value if isinstance(value, str) else None
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Malformed(f"{key}: not a string")
+    return printable(value[:MAX_TEXT].encode("utf-8", "backslashreplace").decode())[:MAX_TEXT]
+
+
+def _shown(value: Any) -> str:
+    """A value from a report in a reason: short, and only of a kind whose ``repr`` is printable."""
+    return repr(value)[:40] if value is None or isinstance(value, (int, float, str)) else type(value).__name__

@@ -360,7 +360,7 @@ def _reporting_pids(directory: str) -> set[int]:
         names = os.listdir(directory)
     except OSError:
         return set()
-    return {int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()}
+    return {pid for pid in map(channel.report_pid, names) if pid is not None}
 
 
 def _join_nvml(

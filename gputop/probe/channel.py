@@ -17,6 +17,8 @@ DIR_ENV = "GPUTOP_PROBE_DIR"
 RUN_ID_ENV = "GPUTOP_RUN_ID"
 """Set by ``gputop run`` for the whole job: its reports carry it, so the job's last reports can be found."""
 WRITE_INTERVAL_S = 0.5
+PID_MAX = 1 << 22
+"""The kernel's ``PID_MAX_LIMIT``: no process has a larger PID."""
 
 
 def report_dir() -> str:
@@ -36,6 +38,17 @@ def report_dir() -> str:
 
 def report_path(directory: str, pid: int) -> str:
     return os.path.join(directory, f"{pid}.json")
+
+
+def report_pid(name: str) -> int | None:
+    """The PID that a file name ``<pid>.json`` names, or None for any other name: a temporary file, or a name no
+    process can have written (``0.json``, ``007.json``, ``99999999999999999999.json``, ``²³.json``, whose
+    digits ``str.isdigit`` accepts and ``int`` does not)."""
+    stem, _, ext = name.partition(".")
+    if ext != "json" or not stem.isascii() or not stem.isdigit():
+        return None
+    pid = int(stem)
+    return pid if 0 < pid <= PID_MAX and str(pid) == stem else None
 
 
 def unsafe_reason(directory: str) -> str | None:
@@ -65,9 +78,19 @@ def ensure_dir(directory: str) -> str | None:
 
 
 def write_report(directory: str, pid: int, data: bytes) -> None:
-    """Replace ``<pid>.json`` atomically: a reader sees the old report or the new one, never a mix."""
+    """Replace ``<pid>.json`` atomically: a reader sees the old report or the new one, never a mix.
+
+    The temporary file is always a new one: opening an existing name would write through whatever is there, a
+    hard link to another file included.
+    """
     temp = os.path.join(directory, f".{pid}.json.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, 0o600)
+    except FileExistsError:
+        # Left by a write that never finished (the process was killed), or put there: removed, not written to.
+        os.unlink(temp)
+        fd = os.open(temp, flags, 0o600)
     try:
         os.write(fd, data)
     finally:
@@ -78,11 +101,11 @@ def write_report(directory: str, pid: int, data: bytes) -> None:
 def remove_dead_reports(directory: str) -> None:
     """Delete the reports of processes that no longer exist, so a reused PID never meets an old report."""
     for name in os.listdir(directory):
-        pid_text, dot, ext = name.partition(".")
-        if ext != "json" or not dot or not pid_text.isdigit():
+        pid = report_pid(name)
+        if pid is None:
             continue
         try:
-            os.kill(int(pid_text), 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))

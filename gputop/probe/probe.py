@@ -51,6 +51,7 @@ class Probe:
         """Forget everything: also called in a forked child, which inherits the parent's state but no threads."""
         self.pid = os.getpid()
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._tracks: dict[int, LoaderTrack] = {}
         self._next_id = 1
         self.failures = 0
@@ -138,6 +139,11 @@ class Probe:
 
     def write(self) -> bool:
         """Write one report now; False (and a counted failure) when it could not be written."""
+        # One write at a time, the writer thread's and the one at exit: they share a temporary file name. A write
+        # stuck for a second (a hung file system) is not waited for longer, so that the job's exit never hangs.
+        if not self._write_lock.acquire(timeout=1.0):
+            self.failed("write report", TimeoutError("another write is still under way"))
+            return False
         try:
             if not self._dir_ready:
                 problem = channel.ensure_dir(self.directory)
@@ -151,6 +157,8 @@ class Probe:
         except Exception as exc:
             self.failed("write report", exc)
             return False
+        finally:
+            self._write_lock.release()
 
     def close(self) -> None:
         """Stop the writer and leave a last report behind (called at interpreter exit)."""

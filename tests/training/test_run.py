@@ -76,7 +76,7 @@ def test_a_missing_command_is_127(probe_dir):
     code, _, err = finish(gputop_run("--headless", "--", "no-such-command-here", probe_dir=probe_dir))
 
     assert code == 127
-    assert "command not found: no-such-command-here" in err
+    assert err == "gputop: cannot run no-such-command-here: No such file or directory\n"
 
 
 @pytest.mark.parametrize(("signo", "name"), [(signal.SIGTERM, "TERM"), (signal.SIGINT, "INT")])
