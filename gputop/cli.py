@@ -80,7 +80,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-_pid = _positive_int("a process id", MAX_PID)
+_pid = _positive_int(f"a process id (1 to {MAX_PID})", MAX_PID)
 _count = _positive_int("a count of 1 or more", 1_000_000_000)
 
 

@@ -34,8 +34,9 @@ def gputop(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("--pid", "999999999"), "no process with PID 999999999"),
-        (("--pid", "abc"), "not a process id: 'abc'"),
+        (("--pid", "4194304"), "no process with PID 4194304"),
+        (("--pid", "999999999"), "not a process id (1 to 4194304): '999999999'"),
+        (("--pid", "abc"), "not a process id (1 to 4194304): 'abc'"),
         (("--pid", "1", "--seconds", "0"), "must be a positive number of seconds"),
         (("--pid", "1", "--seconds", "soon"), "not a number of seconds: 'soon'"),
         (("--pid", "1", "--seconds", "5"), "--seconds 5 is shorter than the 20 s a condition must hold"),
