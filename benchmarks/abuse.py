@@ -121,7 +121,7 @@ def watch_hosts_dashboard(tmp: Path, name: str, body: str) -> dict[str, float | 
     """The real ``gputop --host NAME`` in tmux over a fake ssh running ``body``; its cost after ``WATCH_S``."""
     script = tmp / f"ssh-{name}.py"
     script.write_text(_FAKE_SSH + textwrap.dedent(body))
-    socket = tmp / "tmux.sock"
+    socket = tmp / f"tmux-{name}.sock"
     command = (
         f"exec env TERM=xterm-256color GPUTOP_SSH={shlex.quote(f'{sys.executable} {script}')} "
         f"{shlex.quote(sys.executable)} -m gputop --host {name} -d 0.5"
