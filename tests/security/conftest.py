@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,14 @@ class LocalUser:
 
     def popen(self, args: list[str], **kwargs: object) -> subprocess.Popen:
         return subprocess.Popen(args, user=self.uid, group=self.gid, extra_groups=[], **kwargs)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def probe_dir(tmp_path: Path) -> Path:
+    """A private directory for probe reports, as ``gputop run`` makes one."""
+    path = tmp_path / "probe"
+    path.mkdir(mode=0o700)
+    return path
 
 
 def _cannot(reason: str) -> None:

@@ -59,13 +59,6 @@ DEVICE = {
 
 
 @pytest.fixture
-def probe_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "probe"
-    path.mkdir(mode=0o700)
-    return path
-
-
-@pytest.fixture
 def job(spawn):
     return spawn()
 

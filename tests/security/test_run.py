@@ -49,13 +49,6 @@ def counter(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def probe_dir(tmp_path: Path) -> Path:
-    path = tmp_path / "probe"
-    path.mkdir(mode=0o700)
-    return path
-
-
-@pytest.fixture
 def env(probe_dir: Path) -> dict[str, str]:
     return {**os.environ, "GPUTOP_PROBE_DIR": str(probe_dir)}
 
