@@ -6,10 +6,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import pytest
+
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.rules import Finding, Rule
 from gputop.model import INFO, WARNING, TrainingView
 from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 WINDOW_S = 10.0
 EVERY_S = 0.5

@@ -28,6 +28,8 @@ from gputop.advisor.window import AdvisorConfig
 from gputop.model import CRITICAL, INFO, PIN_ON, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
 from tests.advisor.build import GIB, MIB, device, gpu, host, loader, row, sample, view, window, workers
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 CONFIG = AdvisorConfig(window_s=10.0)
 
 

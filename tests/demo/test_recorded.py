@@ -3,10 +3,14 @@ demo's window, raises the finding the screenshot shows."""
 
 from __future__ import annotations
 
+import pytest
+
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.demo import WINDOW_S
 from gputop.model import PROBE_OK, job_views
 from tests.demo import recorded
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 
 def test_the_recording_is_of_the_demo_job_with_its_workers_and_the_probe() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gputop.export.collector import SnapshotCollector
 from gputop.model import INFO, WARNING, Advice, DriverInfo, HostInfo, Snapshot
 from tests.export.scrape import parse, value
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 HOST = HostInfo("trainer-01", 10.0, (), 2, 2, None, 1, 1, 1, 0, 0)
 SNAPSHOT = Snapshot(time=1_800_000_000.0, host=HOST, driver=DriverInfo("ok"))

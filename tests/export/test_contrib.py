@@ -5,9 +5,13 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
+import pytest
+
 from tests.export.dashboard import dashboard, metric_names, queries
 from tests.export.scrape import names, parse
 from tests.export.test_metrics import exposition, snapshot
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 UNIT = Path(__file__).resolve().parents[2] / "contrib" / "systemd" / "gputop-exporter.service"
 

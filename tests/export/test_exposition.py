@@ -12,6 +12,8 @@ from gputop.model import WARNING, Advice
 from tests.export.scrape import parse, value
 from tests.export.test_metrics import NOW, exposition, snapshot
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 PROMETHEUS_ACCEPT = (
     "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
     "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"

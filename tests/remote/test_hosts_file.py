@@ -8,6 +8,8 @@ import pytest
 
 from gputop.remote.hosts import DEFAULT_COMMAND, LOCAL, HostsError, HostSpec, host_list, parse_host, read_hosts_file
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 HOSTS_FILE = """\
 # the lab
 gpu-node-01

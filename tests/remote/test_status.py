@@ -23,6 +23,8 @@ from gputop.remote.status import (
     stale_after,
 )
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 
 class Clock:
     def __init__(self) -> None:

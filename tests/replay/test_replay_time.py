@@ -18,6 +18,8 @@ from gputop.ui.replay_time import (
     strip_marks,
 )
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 START = dt.datetime(2025, 11, 23, 23, 30, 0, tzinfo=dt.timezone.utc).timestamp()
 """Half an hour before midnight (UTC: the fixture in conftest sets TZ)."""
 END = START + 3600

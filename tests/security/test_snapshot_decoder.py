@@ -30,6 +30,8 @@ from gputop.sanitize import printable
 from gputop.store import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
 from tests.ui import scenes, training_scenes
 
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
 """The documented bound on one snapshot's JSON (docs/recording.md)."""
 MAX_EPOCH = 1e10

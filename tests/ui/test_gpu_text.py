@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gputop.model import Gpu, frozen_reasons
 from gputop.ui.gpu_text import Palette, Sparks, card_lines, compact_line, subtitle, throttles
 from gputop.ui.widgets.gpu_panel import choose_layout
 from tests.ui import scenes
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 PLAIN = Palette()
 GPU = scenes.gpu(0, scenes.T0)

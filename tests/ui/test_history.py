@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gputop.ui.app import next_interval
 from gputop.ui.history import SPARK_LEVELS, History, Trend
 from tests.ui import scenes
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 
 def test_a_new_trend_fills_from_the_right() -> None:

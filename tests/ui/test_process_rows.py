@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gputop.model import HostProcess
 from gputop.ui.process_rows import ViewOptions, build_rows, focus_family
 from tests.ui import scenes
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 SNAP = scenes.training_node()
 ALICE = ViewOptions(user="alice")

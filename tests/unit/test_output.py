@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from gputop.model import (
     frozen_reasons,
 )
 from gputop.output import fmt_bytes, fmt_duration, fmt_percent, render_text, snapshot_to_dict, snapshot_to_json
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 HOST = HostInfo(
     hostname="trainer-01",

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 
 import psutil
+import pytest
 
 from gputop.collect.procstat import PAGE_SIZE, parse_stat, read_stat
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 # A real line, with a process name that holds a space and a closing parenthesis.
 LINE = (
