@@ -37,6 +37,8 @@ MAX_SECONDS = 86_400.0
 about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""
 MAX_PID = 4_194_304
 """The kernel's ``PID_MAX_LIMIT`` on 64-bit Linux: no process id is larger."""
+REPORT_SECONDS = 60.0
+"""How long ``gputop report --pid`` watches a live job without ``--seconds``."""
 
 
 # float() also takes other scripts' digits, underscores, spaces, 'nan' and 'infinity': only plain decimals here.
@@ -173,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds",
         type=_seconds,
         metavar="N",
-        help="how long to watch (default 60; at least one --window)",
+        help=f"how long to watch (default {REPORT_SECONDS:g}; at least one --window)",
     )
     report.add_argument("--json", action="store_true", dest="report_as_json", help="print a JSON document")
     report.add_argument("--window", type=_seconds, metavar="SECONDS", dest="report_window", help=WINDOW_HELP)
@@ -204,14 +206,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_pid_exists(args.pid)
         if args.command == "record" and args.record_pid is not None:
             _check_pid_exists(args.record_pid)
-        if args.command == "report":
-            _check_report_args(args)
-        if args.command == "report" and args.report_file is None:
+        watch_s = _check_report_args(args) if args.command == "report" else None
+        if watch_s is not None:
             _check_pid_exists(args.report_pid)
             window_s = _advisor_config(args.report_window).window_s
-            if args.seconds < window_s:
+            if watch_s < window_s:
                 raise UsageError(
-                    f"--seconds {args.seconds:g} is shorter than the {window_s:g} s a condition must hold "
+                    f"--seconds {watch_s:g} is shorter than the {window_s:g} s a condition must hold "
                     "to be reported (--window)"
                 )
     except (UsageError, HostsError) as exc:
@@ -231,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export":
             return _export(args)
         if args.command == "report":
-            return _report(args)
+            return _report_recording(args) if watch_s is None else _report(args, watch_s)
         if args.command == "record":
             return _record(args)
         if args.command == "stream":
@@ -328,15 +329,15 @@ def _advisor_config(window_s: float | None) -> AdvisorConfig:
     return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
 
 
-def _check_report_args(args: argparse.Namespace) -> None:
+def _check_report_args(args: argparse.Namespace) -> float | None:
+    """How long ``gputop report`` watches a live job, or None for a recording; UsageError for a bad mix."""
     if args.report_file is not None:
         if args.seconds is not None:
             raise UsageError("--seconds is for watching a live job: a recording is reported whole")
-        return
+        return None
     if args.report_pid is None:
         raise UsageError("gputop report needs --pid PID (a live job) or a recording FILE")
-    if args.seconds is None:
-        args.seconds = 60.0
+    return REPORT_SECONDS if args.seconds is None else args.seconds
 
 
 def _report_recording(args: argparse.Namespace) -> int:
@@ -358,15 +359,13 @@ def _report_recording(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
+def _report(args: argparse.Namespace, seconds: float) -> int:
+    """``gputop report --pid``: watch the live job for ``seconds``, then print the advisor's findings."""
     import json
 
     from gputop.advisor.report import advice_document, render_advice, watch
 
-    if args.report_file is not None:
-        return _report_recording(args)
-
-    seen = watch(args.report_pid, args.seconds, _advisor_config(args.report_window))
+    seen = watch(args.report_pid, seconds, _advisor_config(args.report_window))
     raised = seen.advisor.raised()
     if args.report_as_json:
         document = advice_document(args.report_pid, raised, watched_s=round(seen.watched_s, 1), ended=seen.ended)

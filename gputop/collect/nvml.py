@@ -140,6 +140,9 @@ class _GpuSlot:
     slow: dict[str, Any] = field(default_factory=dict)
     slow_reasons: dict[str, str] = field(default_factory=dict)
     processes: list[NvmlProcess] = field(default_factory=list)
+    # Process lists are read on the slow cadence only; their notice is kept with them so that fast ticks,
+    # which reuse the lists, repeat it instead of dropping it until the next slow tick.
+    process_notice: str | None = None
     process_samples: dict[int, tuple[int, float, float]] = field(default_factory=dict)
     last_sample_us: int = 0
     gpm_sample: Any = None
@@ -329,11 +332,14 @@ class NvmlCollector:
                 slot.lost_state, slot.lost_reason = lost.state, lost.reason
                 slot.retry_at = now + self.retry_lost_after_s
                 slot.processes = []
+                slot.process_notice = None
                 self._drop_gpm(slot)
                 gpus.append(self._lost_gpu(slot))
                 continue
             gpus.append(gpu)
             processes.extend(slot.processes)
+            if slot.process_notice is not None:
+                self.notices.append(slot.process_notice)
         return gpus, processes
 
     def _lost_gpu(self, slot: _GpuSlot) -> Gpu:
@@ -571,8 +577,11 @@ class NvmlCollector:
     def _read_processes(self, slot: _GpuSlot) -> list[NvmlProcess]:
         compute, compute_why = self._running(slot, COMPUTE)
         graphics, _ = self._running(slot, GRAPHICS)
-        if compute is None and compute_why == NO_PERMISSION:
-            self.notices.append(f"GPU {slot.index}: no permission to list its processes (run as root to see them)")
+        slot.process_notice = (
+            f"GPU {slot.index}: no permission to list its processes (run as root to see them)"
+            if compute is None and compute_why == NO_PERMISSION
+            else None
+        )
         kinds: dict[int, str] = {}
         memory: dict[int, int | None] = {}
         for kind, found in ((COMPUTE, compute or []), (GRAPHICS, graphics or [])):

@@ -96,7 +96,7 @@ def run_demo(args: argparse.Namespace) -> int:
         report_json=None,
         interval_s=None,
         advisor_config=config,
-        dashboard_options={"advisor_config": config, "notice": NOTICE},
+        dashboard_options={"notice": NOTICE},
         stop_on_close=True,
     )
     return 0 if code in STOPPED_BY_SIGNAL else code

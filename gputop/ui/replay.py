@@ -119,12 +119,18 @@ class ReplaySource:
         return snap
 
     def readable(self, position: int, direction: int = 1) -> int | None:
-        """The nearest position to ``position`` that can be read, looking in ``direction`` first; None if none."""
+        """The readable position nearest to ``position`` in ``direction`` (``position`` itself first), else the
+        nearest on the other side; None when no row can be read."""
+        if not len(self):
+            return None
         position = min(len(self) - 1, max(0, position))
-        step = 1 if direction >= 0 else -1
-        for candidates in (range(position, len(self) if step > 0 else -1, step), range(position - step, -1, -1)):
+        if direction >= 0:
+            passes = (range(position, len(self)), range(position - 1, -1, -1))
+        else:
+            passes = (range(position, -1, -1), range(position + 1, len(self)))
+        for candidates in passes:
             for k in candidates:
-                if 0 <= k < len(self) and self.read(k) is not None:
+                if self.read(k) is not None:
                     return k
         return None
 
