@@ -260,7 +260,7 @@ def _start(
     env: dict[str, str],
     log_fd: int | None,
     terminal: int | None,
-    mask: set[signal.Signals],
+    mask: set[int | signal.Signals],
     detach: bool,
 ) -> subprocess.Popen:
     setup = _job_setup(terminal, mask, detach)
@@ -272,7 +272,7 @@ def _start(
     )
 
 
-def _job_setup(terminal: int | None, mask: set[signal.Signals], detach: bool) -> Callable[[], None]:
+def _job_setup(terminal: int | None, mask: set[int | signal.Signals], detach: bool) -> Callable[[], None]:
     """What the job's process does between fork and exec: a process group of its own, the terminal where it is
     given one, death with gputop unless detached, and the signal mask gputop had before it blocked its own."""
     parent = os.getpid()
@@ -333,7 +333,7 @@ class SignalForwarder:
         # A stop of the command is seen by its SIGCHLD; it matters only where the command has the terminal.
         self._signals = FORWARDED + ((signal.SIGCHLD,) if terminal is not None else ())
 
-    def block(self) -> set[signal.Signals]:
+    def block(self) -> set[int | signal.Signals]:
         """Block the signals left to this forwarder in the calling thread, and so in every thread it starts from
         now on, and SIGTTOU, so that gputop can write to the terminal and take it back from a background group.
         Returns the mask from before, for the command."""

@@ -44,7 +44,7 @@ from gputop.sanitize import printable
 try:
     import pynvml
 except ImportError:  # the dashboard still runs (host side only) where nvidia-ml-py is absent
-    pynvml = None  # type: ignore[assignment]
+    pynvml = None
 
 # NVML return codes (nvml.h); spelled out so this module works with any nvidia-ml-py version.
 _NOT_SUPPORTED = 3
@@ -571,7 +571,7 @@ class NvmlCollector:
         result = list(infos[: count.value])
         for info in result:
             if info.usedGpuMemory == 2**64 - 1:
-                info.usedGpuMemory = None  # type: ignore[assignment]
+                info.usedGpuMemory = None
         return result
 
     def _read_processes(self, slot: _GpuSlot) -> list[NvmlProcess]:

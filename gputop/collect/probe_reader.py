@@ -19,7 +19,7 @@ import math
 import os
 import re
 import stat
-from typing import Any
+from typing import Any, TypeGuard
 
 from gputop.model import (
     PROBE_FOREIGN,
@@ -265,11 +265,11 @@ def _list(value: Any, what: str, most: int) -> list[Any]:
     return value
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     """An int or a float; a float is finite here, ``decode`` refused the rest."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

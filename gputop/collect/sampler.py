@@ -131,7 +131,8 @@ class SnapshotMaker:
         return self.snapshot(force_slow=True)
 
 
-Subscriber = Callable[[Snapshot], None]
+Subscriber = Callable[[Snapshot], object]
+"""Called with each snapshot on the sampler thread; what it returns is ignored."""
 
 
 class Sampler:

@@ -71,7 +71,7 @@ class SnapshotCollector(Collector):
 
     def scrape_part(self, snap: Snapshot | None, started: float) -> list[Metric]:
         """The families that change at every scrape: the snapshot's age, and the time since ``started``."""
-        families = []
+        families: list[Metric] = []
         if snap is not None and self.report_age:
             families.append(
                 GaugeMetricFamily(

@@ -222,7 +222,7 @@ def advice_families(advice: Sequence[Advice], per_process: bool = False) -> list
     )
     counts: dict[tuple[str, ...], int] = {}
     for a in advice:
-        key = (a.id, a.severity, str(a.pid)) if per_process else (a.id, a.severity)
+        key: tuple[str, ...] = (a.id, a.severity, str(a.pid)) if per_process else (a.id, a.severity)
         counts[key] = counts.get(key, 0) + 1
         if per_process:
             for setting, value in a.suggest.items():

@@ -130,7 +130,7 @@ class MetricsServer:
         answered = False
         try:
             if len(self._connections) > MAX_CONNECTIONS:
-                answer = _response(503, "Service Unavailable", b"too many connections\n")
+                answer: bytes | None = _response(503, "Service Unavailable", b"too many connections\n")
             else:
                 self._waiting[task] = None
                 try:

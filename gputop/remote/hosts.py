@@ -100,7 +100,7 @@ def parse_host(text: str) -> HostSpec:
 
 def parse_hosts_text(text: str, source: str) -> list[HostSpec]:
     """Every host of a hosts file's text; errors name ``source`` and the line: ``hosts.txt:3: ...``."""
-    hosts = []
+    hosts: list[HostSpec] = []
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             if len(line) > MAX_LINE_CHARS:  # before anything looks at it, comments too

@@ -104,7 +104,7 @@ def ssh_settings(
         return None
     if done.returncode != 0:
         return None
-    settings = {}
+    settings: dict[str, str] = {}
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
         settings.setdefault(key.lower(), value.strip())
@@ -173,9 +173,9 @@ class SshLink:
     def _session(self) -> Outcome:
         if not self._configured:  # once, on the link's own thread: reading the config can be slow (Match exec)
             self._configured = True
-            command, options = self._ssh
-            settings = ssh_settings(self.spec, command, options)
-            self.argv = ssh_argv(self.spec, self.interval_s, command, options, settings)
+            ssh, options = self._ssh
+            settings = ssh_settings(self.spec, ssh, options)
+            self.argv = ssh_argv(self.spec, self.interval_s, ssh, options, settings)
         try:
             proc = subprocess.Popen(
                 self.argv,
@@ -285,10 +285,10 @@ class LocalLink:
         self.sampler.subscribe(self._received)
         self.sampler.start()
 
-    def _received(self, snap: object) -> None:
+    def _received(self, snap: Snapshot) -> None:
         with self._lock:
             status = self.tracker.received()
-        self._sink(HostEvent(status, snap))  # type: ignore[arg-type]
+        self._sink(HostEvent(status, snap))
 
     def stop(self) -> None:
         self.sampler.stop()

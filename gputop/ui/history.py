@@ -146,11 +146,11 @@ class History:
     def record(self, snap: Snapshot) -> None:
         now = snap.time
         for gpu in snap.gpus:
-            trends = self.gpus.setdefault(gpu.index, GpuHistory())
+            gpu_trends = self.gpus.setdefault(gpu.index, GpuHistory())
             fraction = gpu.memory_used_fraction
-            trends.memory_percent.add(now, None if fraction is None else fraction * 100)
-            trends.busy_percent.add(now, gpu.utilization_gpu_percent)
-            trends.sm_percent.add(now, gpu.sm_activity_percent)
+            gpu_trends.memory_percent.add(now, None if fraction is None else fraction * 100)
+            gpu_trends.busy_percent.add(now, gpu.utilization_gpu_percent)
+            gpu_trends.sm_percent.add(now, gpu.sm_activity_percent)
         per_pid: dict[int, tuple[float | None, float | None]] = {}
         for proc in snap.processes:
             memory, sm = per_pid.get(proc.pid, (None, None))

@@ -103,8 +103,10 @@ class HostsApp(GputopApp):
         )
         self._ui_thread: int | None = None
 
-    def on_mount(self, event: events.Mount) -> None:
-        event.prevent_default()  # not GputopApp's: its dashboard over a single source
+    def on_mount(self, event: events.Mount | None = None) -> None:
+        # Textual always passes the event; the default keeps the override compatible with GputopApp.on_mount.
+        if event is not None:
+            event.prevent_default()  # not GputopApp's: its dashboard over a single source
         self._ui_thread = threading.get_ident()
         self.push_screen(HostsScreen())
         self.fleet.subscribe(self._host_event)

@@ -22,7 +22,7 @@ class Inbox(Generic[T]):
 
     def __init__(
         self,
-        wake: Callable[[], None],
+        wake: Callable[[], object],
         key: Callable[[T], Hashable] | None = None,
         merge: Callable[[T, T], T] | None = None,
     ) -> None:

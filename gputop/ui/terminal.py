@@ -54,6 +54,9 @@ def driver_class() -> type[Driver] | None:
     class HangupSafeDriver(LinuxDriver):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._file = _Gone(self._file)
+            if self._file is not None:
+                # Textual types _file as sys.__stderr__ (a TextIOWrapper) yet only hands it to its WriterThread,
+                # which takes any text stream.
+                self._file = _Gone(self._file)  # type: ignore[assignment]
 
     return HangupSafeDriver

@@ -38,7 +38,7 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if not warm.covers(config.window_s):
         return None
     latest = warm.latest
-    series: list[tuple[str, list[tuple[float, float]], float, float | None]] = []
+    series: list[tuple[str, list[tuple[float, float]], float, int | None]] = []
     for device in cuda_devices(latest):
         gpu = device_gpu(latest, device)
         room = gpu.memory_free_bytes if gpu is not None else None

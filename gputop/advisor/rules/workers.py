@@ -57,14 +57,13 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             evidence=evidence,
             suggest={"num_workers": fewer},
         )
-    idle = (
+    if not (
         activity.busy_share < th.WORKER_IDLE_SHARE
         and wait is not None
         and wait < th.DATA_WAIT_NONE
         and memory is not None
         and memory >= th.WORKER_MEMORY_LARGE_BYTES
-    )
-    if not idle:
+    ):
         return None
     fewer = max(1, workers // 2, math.ceil((activity.cpu_cores or 0.0) * th.WORKER_MARGIN))
     if fewer >= workers:
@@ -95,7 +94,8 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
 
     def total(sample: JobSample) -> float | None:
         values = [x.uss_bytes for x in sample.view.workers if x.pid in steady]
-        return None if len(values) < len(steady) or None in values else float(sum(values))  # type: ignore[arg-type]
+        known = [v for v in values if v is not None]
+        return float(sum(known)) if len(known) == len(values) >= len(steady) else None
 
     growth = steady_rise(recent.points(total))
     if growth is None or growth.rise < th.WORKER_GROWTH_MIN_BYTES:

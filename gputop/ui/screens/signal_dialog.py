@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -85,7 +85,7 @@ class SignalDialog(ModalScreen[signal.Signals | None]):
 
 
 def confirm_and_signal(
-    app: App[object], pid: int, start_time: float | None, user: str | None, command: str | None
+    app: App[Any], pid: int, start_time: float | None, user: str | None, command: str | None
 ) -> None:
     """Ask, then send; the outcome (or why it failed) shows as a notification, never as a crash.
 

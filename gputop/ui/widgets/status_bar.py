@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -74,7 +75,7 @@ class StatusBar(TextLines, Widget):
             if part:
                 left.append("  │  ", style=muted)
                 left.append(part)
-        badge = [(" PAUSED ", paused), "  "] if view.paused else []
+        badge: list[str | tuple[str, Style]] = [(" PAUSED ", paused), "  "] if view.paused else []
         interval = (f"{view.label}  ", name) if view.label else (f"every {view.interval_s:g}s  ", muted)
         graphs = (f"graphs {HISTORY_S / 60:g} min  ", muted)
         # A replay's label stays: the host and driver on the left are cut first.

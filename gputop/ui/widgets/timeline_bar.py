@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.geometry import Size
@@ -108,7 +109,9 @@ class TimelineBar(TextLines, Widget):
         state = "▶ playing" if view.playing else "‖ paused"
         left = Text.assemble((state, label), " ", (fmt_speed(view.speed), label), "  ", fmt_clock(view.clock))
         left.append(f"  +{fmt_offset(view.at - view.start)} / {fmt_length(view.end - view.start)}")
-        computing = [] if view.progress is None else [(f"findings: computing {view.progress:.0%}", muted), "   "]
+        computing: list[str | tuple[str, Style]] = (
+            [] if view.progress is None else [(f"findings: computing {view.progress:.0%}", muted), "   "]
+        )
         spans = (
             f"recorded {fmt_clock(view.start, with_date=True)} → {fmt_clock(view.end)}",
             f"{fmt_clock(view.start)} → {fmt_clock(view.end)}",
