@@ -1,8 +1,9 @@
 """A real run of the demo job, recorded, for the ``demo`` screenshot (scripts/screenshots) and its test.
 
 ``tests/data/demo.gputop`` holds the snapshots of ``python -m gputop.demo.job`` on the project's 2-core machine
-without a GPU, as ``gputop demo`` samples them (every second, the probe active), made in a checkout reached as ``/home/alice/project`` (so that its command lines show a path a reader might have,
-not the build machine's) with::
+without a GPU, as ``gputop demo`` samples them (every second, the probe active), made in a checkout reached as
+``/home/alice/project`` (so that its command lines show a path a reader might have, not the build machine's)
+with::
 
     .venv/bin/python3 .venv/bin/gputop run --headless --window 8 --record tests/data/demo.gputop \
         -- /home/alice/project/.venv/bin/python3 -m gputop.demo.job --seconds 1800

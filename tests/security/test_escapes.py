@@ -36,18 +36,23 @@ def _state(pid: int) -> FakeState:
     return FakeState(gpus=[h100(0, name=f"NVIDIA H100{TITLE}", processes=[FakeProcess(pid, 6 * 1024**3)])])
 
 
-def test_once_shows_escapes_in_another_users_command_line_and_never_writes_them(
-    fake_driver: Callable[..., FakeDriver], other_user: LocalUser
-) -> None:
+def _gputop_over_a_hostile_process(fake_driver: Callable[..., FakeDriver], other_user: LocalUser, *args: str) -> str:
+    """What ``gputop ARGS`` prints while the second user's hostile process holds memory on a GPU."""
     job = _hostile_process(other_user)
     try:
         driver = fake_driver(_state(job.pid))
-        out = subprocess.run(
-            [sys.executable, "-m", "gputop", "--once"], env=driver.env(), capture_output=True, text=True, check=True
+        return subprocess.run(
+            [sys.executable, "-m", "gputop", *args], env=driver.env(), capture_output=True, text=True, check=True
         ).stdout
     finally:
         job.kill()
         job.wait()
+
+
+def test_once_shows_escapes_in_another_users_command_line_and_never_writes_them(
+    fake_driver: Callable[..., FakeDriver], other_user: LocalUser
+) -> None:
+    out = _gputop_over_a_hostile_process(fake_driver, other_user, "--once")
     assert not [c for c in RAW if c in out], repr(out)
     assert "\\x1b]0;pwned\\x07\\x1b[2J" in out  # the command line, with its escapes made visible
     assert "\\u202e" in out
@@ -57,19 +62,7 @@ def test_once_shows_escapes_in_another_users_command_line_and_never_writes_them(
 def test_json_carries_the_visible_form_not_the_control_characters(
     fake_driver: Callable[..., FakeDriver], other_user: LocalUser
 ) -> None:
-    job = _hostile_process(other_user)
-    try:
-        driver = fake_driver(_state(job.pid))
-        out = subprocess.run(
-            [sys.executable, "-m", "gputop", "--once", "--json"],
-            env=driver.env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    finally:
-        job.kill()
-        job.wait()
+    out = _gputop_over_a_hostile_process(fake_driver, other_user, "--once", "--json")
     document = json.loads(out)
     (process,) = document["processes"]
     assert process["command"].endswith("\\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\x9b31m--api\\u202eyek")
