@@ -28,6 +28,16 @@ def create_new(path: str | os.PathLike[str], mode: int = PRIVATE) -> int:
     return fd
 
 
+def create_fresh(path: str | os.PathLike[str], mode: int = PRIVATE) -> int:
+    """Like ``create_new``, for a name gputop owns (a report's temporary file, a job's log): whatever is already
+    there (left by a writer that was killed, or put there) is removed, never written through."""
+    try:
+        return create_new(path, mode)
+    except FileExistsError:
+        os.unlink(path)
+        return create_new(path, mode)
+
+
 def replace_file(path: str | os.PathLike[str], data: bytes, mode: int = PRIVATE) -> None:
     """Write ``data`` to ``path`` atomically: to a new temporary file beside it (exclusive, ``mode``), then
     ``os.replace`` over ``path``. A symlink at ``path`` is replaced, not followed. Raises OSError; the temporary

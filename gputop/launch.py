@@ -33,7 +33,7 @@ from typing import Any
 
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.report import advice_document, render_advice, sample_every_s
-from gputop.files import create_new, replace_file
+from gputop.files import create_fresh, replace_file
 from gputop.model import PROBE_NONE, PROBE_OK, TrainingView, job_views
 from gputop.probe import channel
 from gputop.sanitize import printable
@@ -235,11 +235,7 @@ def _write_report(path: str, document: dict[str, Any]) -> None:
 def _new_log(path: str) -> int:
     """The job's log, a new file. One already at its name (an earlier gputop's with this PID, or one put there)
     is removed, never written through."""
-    try:
-        return create_new(path)
-    except FileExistsError:
-        os.unlink(path)
-        return create_new(path)
+    return create_fresh(path)
 
 
 def _foreground_terminal() -> int | None:

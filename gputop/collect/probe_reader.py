@@ -307,14 +307,13 @@ def _bool(item: dict[str, Any], key: str) -> bool | None:
 
 
 def _text(item: dict[str, Any], key: str) -> str | None:
-    """A string made safe to show: cut to ``MAX_TEXT``, a lone surrogate (which no terminal or file can take)
-    written as its escape, control characters made visible."""
+    """A string made safe to show: cut to ``MAX_TEXT``, control characters and lone surrogates made visible."""
     value = item.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
         raise Malformed(f"{key}: not a string")
-    return printable(value[:MAX_TEXT].encode("utf-8", "backslashreplace").decode())[:MAX_TEXT]
+    return printable(value[:MAX_TEXT])[:MAX_TEXT]
 
 
 def _shown(value: Any) -> str:

@@ -1,7 +1,8 @@
 """The probe channel: where reports live, and how one is written so that a reader never sees half of it.
 
 One JSON file per process, ``<dir>/<pid>.json``, in a directory only its user can enter. Both sides use this
-module (the probe inside the training job, the monitor outside), so it needs nothing beyond the standard library.
+module (the probe inside the training job, the monitor outside), so it needs nothing beyond the standard library
+(and ``gputop.files``, which needs nothing more either).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import contextlib
 import os
 import stat
 import tempfile
+
+from gputop.files import create_fresh
 
 REPORT_FORMAT = "gputop-probe"
 REPORT_VERSION = 1
@@ -84,13 +87,7 @@ def write_report(directory: str, pid: int, data: bytes) -> None:
     hard link to another file included.
     """
     temp = os.path.join(directory, f".{pid}.json.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(temp, flags, 0o600)
-    except FileExistsError:
-        # Left by a write that never finished (the process was killed), or put there: removed, not written to.
-        os.unlink(temp)
-        fd = os.open(temp, flags, 0o600)
+    fd = create_fresh(temp)
     try:
         os.write(fd, data)
     finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pty
 import shutil
 import signal
 import stat
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.conftest import SCRIPTS, read_line
+from tests.training.conftest import SCRIPTS, read_line, run_in_terminal
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -160,32 +159,6 @@ def test_sigint_sent_to_gputop_alone_reaches_the_job_once(env: dict[str, str], t
     _, err = proc.communicate(timeout=60)
     assert count.read_text() == "1", err
     assert proc.returncode == 41
-
-
-def run_in_terminal(argv: list[str], env: dict[str, str], keys: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
-    """Run ``argv`` as the session leader of a new terminal; for each (wait_for, key), type ``key`` once the output
-    holds ``wait_for``. Returns the exit status and everything written to the terminal."""
-    pid, terminal = pty.fork()
-    if pid == 0:
-        os.execve(argv[0], argv, env)
-    output = b""
-    deadline = time.monotonic() + 60
-    for wait_for, key in keys:
-        while wait_for not in output and time.monotonic() < deadline:
-            output += os.read(terminal, 1024)
-        time.sleep(0.3)  # the key must come after the process that prints wait_for waits for it
-        os.write(terminal, key)
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(terminal, 1024)
-        except OSError:  # EIO: the terminal's last process has gone
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(terminal)
-    return os.waitstatus_to_exitcode(status), output
 
 
 def test_ctrl_c_at_the_terminal_reaches_the_job_once(env: dict[str, str], tmp_path: Path, counter: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -48,6 +49,32 @@ def read_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 30.0) -> s
         if line.startswith(prefix):
             return line.strip()
     pytest.fail(f"no {prefix!r} line within {timeout_s} s")
+
+
+def run_in_terminal(argv: list[str], env: dict[str, str], keys: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """Run ``argv`` as the session leader of a new terminal; for each (wait_for, key), type ``key`` once the output
+    holds ``wait_for``. Returns the exit status and everything written to the terminal."""
+    pid, terminal = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    output = b""
+    deadline = time.monotonic() + 60
+    for wait_for, key in keys:
+        while wait_for not in output and time.monotonic() < deadline:
+            output += os.read(terminal, 1024)
+        time.sleep(0.3)  # the key must come after the process that prints wait_for waits for it
+        os.write(terminal, key)
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(terminal, 1024)
+        except OSError:  # EIO: the terminal's last process has gone
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(terminal)
+    return os.waitstatus_to_exitcode(status), output
 
 
 @pytest.fixture

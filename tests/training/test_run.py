@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.conftest import SCRIPTS, read_line
+from tests.training.conftest import SCRIPTS, read_line, run_in_terminal
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -93,30 +92,11 @@ def test_a_signal_sent_to_gputop_is_forwarded_once(probe_dir, signo, name):
 
 def test_ctrl_c_at_the_terminal_reaches_the_job_once(probe_dir):
     # The terminal sends SIGINT to its whole foreground group, gputop and the job alike: gputop must not add one.
-    pid, terminal = pty.fork()
-    if pid == 0:
-        os.environ["GPUTOP_PROBE_DIR"] = str(probe_dir)
-        os.execv(
-            sys.executable,
-            [sys.executable, "-m", "gputop", "run", "--headless", "--", *PYTHON, str(SCRIPTS / "count_signals.py")],
-        )
-    output = b""
-    deadline = time.monotonic() + 30
-    while b"ready" not in output and time.monotonic() < deadline:
-        output += os.read(terminal, 1024)
-    os.write(terminal, b"\x03")
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(terminal, 1024)
-        except OSError:  # EIO: the terminal's last process has gone
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(terminal)
+    env = {**os.environ, "GPUTOP_PROBE_DIR": str(probe_dir)}
+    argv = [sys.executable, "-m", "gputop", "run", "--headless", "--", *PYTHON, str(SCRIPTS / "count_signals.py")]
+    code, output = run_in_terminal(argv, env, [(b"ready", b"\x03")])
     assert b"INT=1 TERM=0" in output, output
-    assert os.waitstatus_to_exitcode(status) == 41
+    assert code == 41
 
 
 def test_the_probe_reaches_python_processes_below_a_shell(probe_dir):
