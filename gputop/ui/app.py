@@ -16,6 +16,7 @@ from typing import ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 
 from gputop.advisor import Advisor, AdvisorConfig
@@ -122,6 +123,19 @@ class GputopApp(App[int]):
     def dashboard_screen(self) -> DashboardScreen:
         """The main screen; a subclass may add to it (the replay's timeline)."""
         return DashboardScreen()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Textual's notification, plain text unless asked: gputop's messages carry names from outside (a host,
+        a recording's reason for a skipped row), and ``[/x]`` in one read as markup raises ``MarkupError``."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
         self.push_screen(self.dashboard_screen())

@@ -148,7 +148,7 @@ class HostsApp(GputopApp):
         """Show ``name``'s full dashboard: its snapshots, history and findings become the app's."""
         feed = self.feeds[name]
         if feed.latest is None:
-            self.notify(f"{name} has sent no snapshot yet", title=name, severity="warning", markup=False)
+            self.notify(f"{name} has sent no snapshot yet", title=name, severity="warning")
             return
         self.opened = name
         self.history = feed.history

@@ -472,7 +472,7 @@ class ReplayApp(GputopApp):
             self.history = History()
             self._feed(self._positions_before(target))
         if position != target and position in source.unreadable:
-            self.notify(source.unreadable[position], title="Skipped a snapshot", severity="warning", markup=False)
+            self.notify(source.unreadable[position], title="Skipped a snapshot", severity="warning")
         source.seek(target)
         if not keep_clock:
             self._restart_clock()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from textual.widgets._toast import Toast
+
 from gputop.model import Snapshot
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.gpu_card import GpuCard
@@ -73,3 +75,17 @@ async def test_a_remote_host_with_markup_in_its_name_and_its_gpus_names_stays_on
         card = app.screen.query_one(GpuCard)
         assert card.border_title is not None and "[/x]" in card.border_title.replace("\\[", "[")
         assert app.is_running
+
+
+async def test_a_notification_holding_a_name_from_outside_is_plain_text(
+    make_app: Callable[..., GputopApp],  # noqa: F811
+) -> None:
+    host = "node[/y][link=https://example.invalid]7[/link]"
+    app = make_app([scenes.training_node()])
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.pause()
+        app.notify(f"{host} has sent no snapshot yet", title="Hosts", severity="warning")
+        await pilot.pause(0.2)
+        assert app.is_running
+        (toast,) = app.screen.query(Toast)
+        assert f"{host} has sent no snapshot yet" in str(toast.render())

@@ -100,7 +100,7 @@ def confirm_and_signal(
                 return
             error = handle.send(sig)
             if error:
-                app.notify(error, title="Signal not sent", severity="error", markup=False)
+                app.notify(error, title="Signal not sent", severity="error")
             else:
                 app.notify(f"Sent {sig.name} to PID {pid}", title="Signal sent")
         finally:
