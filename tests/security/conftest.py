@@ -8,6 +8,7 @@ a failure, never a silent skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 OTHER_USER = "gputop-other"
@@ -56,19 +58,26 @@ def other_user() -> Iterator[LocalUser]:
         _cannot("creating one needs root")
     if shutil.which("useradd") is None:
         _cannot("no useradd on this machine")
-    created = False
     try:
-        entry = pwd.getpwnam(OTHER_USER)
+        entry = pwd.getpwnam(OTHER_USER)  # left by a run that was killed: this name is the tests' own
     except KeyError:
         subprocess.run(
             ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", OTHER_USER],
             check=True,
             capture_output=True,
         )
-        created = True
         entry = pwd.getpwnam(OTHER_USER)
     try:
         yield LocalUser(OTHER_USER, entry.pw_uid, entry.pw_gid)
     finally:
-        if created:
-            subprocess.run(["userdel", OTHER_USER], capture_output=True)
+        _end_processes_of(entry.pw_uid)  # userdel refuses a user who still runs something
+        subprocess.run(["userdel", OTHER_USER], capture_output=True)
+
+
+def _end_processes_of(uid: int) -> None:
+    """Kill whatever the user still runs (a hostile job's children outlive the job the test killed)."""
+    doomed = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None and p.info["uids"].real == uid]
+    for proc in doomed:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(doomed, timeout=5)
