@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gputop import __version__
+from gputop.limits import MAX_PID, MAX_SECONDS, MIN_INTERVAL_S
 from gputop.remote.options import HostsError, HostsRequest, add_host_options, hosts_request
 
 if TYPE_CHECKING:
     from gputop.advisor import AdvisorConfig
 
-MIN_INTERVAL_S = 0.1
 WINDOW_HELP = "how long a condition must hold before it is reported (default 20)"
 """The advisor's ``DEFAULT_WINDOW_S``, spelled out: importing the advisor here would slow every start of gputop."""
 
@@ -32,11 +32,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see gputop --help)")
 
 
-MAX_SECONDS = 86_400.0
-"""The longest interval, duration or window any option takes: a day. Longer ones are typing mistakes, and past
-about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""
-MAX_PID = 4_194_304
-"""The kernel's ``PID_MAX_LIMIT`` on 64-bit Linux: no process id is larger."""
 REPORT_SECONDS = 60.0
 """How long ``gputop report --pid`` watches a live job without ``--seconds``."""
 

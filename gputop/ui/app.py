@@ -20,7 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.cli import MIN_INTERVAL_S
+from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
 from gputop.ui.history import History
 from gputop.ui.inbox import Inbox

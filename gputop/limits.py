@@ -1,0 +1,11 @@
+"""Bounds that several layers share: the shortest sampling interval, the longest span of time any option takes,
+the largest process id. The command line checks its arguments against them; the dashboard's interval keys and the
+sampler keep within them."""
+
+MIN_INTERVAL_S = 0.1
+"""The shortest time between two snapshots: below it the sampler's own cost is most of what it would show."""
+MAX_SECONDS = 86_400.0
+"""The longest interval, duration or window any option takes: a day. Longer ones are typing mistakes, and past
+about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""
+MAX_PID = 4_194_304
+"""The kernel's ``PID_MAX_LIMIT`` on 64-bit Linux: no process id is larger."""
