@@ -1,8 +1,8 @@
 """The probe channel: where reports live, and how one is written so that a reader never sees half of it.
 
 One JSON file per process, ``<dir>/<pid>.json``, in a directory only its user can enter. Both sides use this
-module (the probe inside the training job, the monitor outside), so it needs nothing beyond the standard library
-(and ``gputop.files``, which needs nothing more either).
+module (the probe inside the training job, the monitor outside), so it needs nothing beyond the standard library:
+in the job it is loaded from its files as part of ``gputop_probe``, where no other gputop module can be imported.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import contextlib
 import os
 import stat
 import tempfile
-
-from gputop.files import create_fresh
 
 REPORT_FORMAT = "gputop-probe"
 REPORT_VERSION = 1
@@ -87,7 +85,9 @@ def write_report(directory: str, pid: int, data: bytes) -> None:
     hard link to another file included.
     """
     temp = os.path.join(directory, f".{pid}.json.tmp")
-    fd = create_fresh(temp)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # left by a writer that was killed, or planted: removed, never written through
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, data)
     finally:

@@ -193,3 +193,26 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
     assert "job output" not in out.splitlines()[:-1]
     log = next(line for line in err.splitlines() if "job output was written to" in line).rsplit(" ", 1)[1]
     assert Path(log).read_text() == "job output\n"
+
+
+def test_the_probe_loads_in_a_job_whose_interpreter_has_no_gputop(probe_dir, tmp_path):
+    """The job's interpreter need not have gputop: a venv that sees torch but not gputop (as with `python3 -m gputop`
+    run from a checkout, or another virtual environment) still gets the probe and its reports."""
+    venv = tmp_path / "job-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    torch_dir = Path(__import__("torch").__file__).parents[1]
+    (site / "torch.pth").write_text(f"{torch_dir}\n")  # torch and its needs; gputop's own editable hook is not run
+    python = str(venv / "bin" / "python")
+    lacks = subprocess.run([python, "-c", "import gputop"], capture_output=True, text=True, cwd=tmp_path)
+    assert "No module named 'gputop'" in lacks.stderr, "the job's interpreter must not see gputop"
+    job = [python, "-W", "ignore", str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "1", "--batches", "5"]
+    report = tmp_path / "report.json"
+
+    code, _, err = finish(gputop_run("--headless", "--report-json", str(report), "--", *job, probe_dir=probe_dir))
+
+    assert code == 0, err
+    assert "probe not installed" not in err
+    (view,) = json.loads(report.read_text())["training"]
+    assert view["probe"]["status"] == "ok"
+    assert [loader["batches"] for loader in view["probe"]["loaders"]] == [5]
