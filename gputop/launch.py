@@ -1,4 +1,6 @@
-"""``gputop run``: start a training command with the probe active, watch it, and return its exit code.
+"""``gputop run``'s machinery: start a training command with the probe active and forward signals to it.
+
+Watching it, the dashboard and the report are ``gputop.cli.run``'s.
 
 The probe reaches every Python process the command starts through a ``sitecustomize`` put first on
 ``PYTHONPATH`` (``gputop/probe/_boot``), which chains to any ``sitecustomize`` it shadows. Each of those processes
@@ -19,31 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
-import json
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.report import advice_document, render_advice, sample_every_s
-from gputop.files import create_fresh, replace_file
-from gputop.model import PROBE_NONE, PROBE_OK, TrainingView, job_views
+from gputop.model import PROBE_NONE, PROBE_OK, TrainingView
 from gputop.probe import channel
-from gputop.sanitize import printable
 
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "_boot")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself, such as the terminal's Ctrl-C to its foreground group
 PR_SET_PDEATHSIG = 1
-HEADLESS_STATUS_EVERY_S = 5.0
-SAMPLE_EVERY_S = 1.0
 STOP_GRACE_S = 5.0
 
 
@@ -73,172 +63,7 @@ def stop(child: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
             return
 
 
-def run(
-    command: Sequence[str],
-    headless: bool,
-    report_json: str | None,
-    interval_s: float | None,
-    advisor_config: AdvisorConfig | None = None,
-    record: str | None = None,
-    dashboard_options: dict[str, Any] | None = None,
-    stop_on_close: bool = False,
-    detach: bool = False,
-) -> int:
-    """Run ``command`` to its end; returns its exit status (127 when it cannot be found, 126 when not runnable).
-
-    Headless, the advisor's findings are printed on stderr when the command ends; ``report_json`` names a file
-    (``-``: stdout) for them and the job's last training views. ``record`` names a new recording file that gets
-    every snapshot the advisor sees, from the job's start to its end; one that cannot be created is an error
-    (exit 2) before the job starts. ``dashboard_options`` go to ``run_dashboard`` as they are; with
-    ``stop_on_close``, closing the dashboard stops the command (``stop``) instead of waiting for it. The command
-    is killed if gputop dies first, unless ``detach``.
-
-    Call it on the main thread: the kernel kills the command when the thread that started it ends.
-    """
-    advisor = Advisor(None, advisor_config)  # its pid is set once the job has one
-    sink = None
-    if record is not None:
-        from gputop.store.record import Sink
-        from gputop.store.recording import Recorder, RecordingError
-
-        every_s = sample_every_s(advisor.config, SAMPLE_EVERY_S) if headless else interval_s or 1.0
-        try:
-            sink = Sink(Recorder(record, every_s))
-        except RecordingError as exc:
-            print(f"gputop: error: {exc}", file=sys.stderr, flush=True)
-            return 2
-    directory, problem, notice = _report_dir()
-    fallback = directory if notice else None
-    dashboard = None
-    if not headless:
-        dashboard, why_not = _dashboard()
-        if dashboard is None:
-            _say(f"no dashboard here ({why_not}); running headless")
-    run_id = str(os.getpid())
-    log_path, log_fd = None, None
-    if dashboard is not None and not problem:
-        log_path = os.path.join(directory, f"run-{run_id}.log")
-        try:
-            log_fd = _new_log(log_path)
-        except OSError as exc:
-            _say(f"cannot create {log_path}: {exc.strerror}; running headless")
-            dashboard, log_path = None, None
-    forwarder = SignalForwarder(_foreground_terminal() if dashboard is None else None)
-    job_mask = forwarder.block()
-    try:
-        child = _start(
-            command, probe_env(dict(os.environ), directory, run_id), log_fd, forwarder.terminal, job_mask, detach
-        )
-    except OSError as exc:
-        forwarder.release_terminal()
-        if sink is not None:
-            sink.close()
-        with contextlib.suppress(OSError):
-            if log_path:
-                os.unlink(log_path)
-            if fallback:
-                os.rmdir(fallback)
-        _say(f"cannot run {printable(command[0])}: {exc.strerror or exc}")
-        return 127 if exc.errno == errno.ENOENT else 126
-    finally:
-        if log_fd is not None:
-            os.close(log_fd)
-    forwarder.start(child)
-    views: tuple[TrainingView, ...] = ()
-    advisor.pid = child.pid
-    watcher = _Watcher(child.pid, advisor, sink)
-    if sink is not None:
-        _say(f"recording to {record}")
-    try:
-        if dashboard is not None:
-            if log_path:
-                _say(f"job output goes to {log_path}")
-            # The dashboard samples while it is open: its snapshots feed the report's advisor and the recording.
-            options = {"advisor_config": advisor_config, "close": forwarder.hung_up, **(dashboard_options or {})}
-            if notice and "notice" not in options:
-                options["notice"] = notice
-            dashboard(interval_s=interval_s or 1.0, pid=child.pid, readonly=False, on_snapshot=watcher.take, **options)
-            if child.poll() is None and stop_on_close:
-                _say(f"dashboard closed; stopping PID {child.pid}")
-                stop(child)
-            elif child.poll() is None:
-                _say(f"dashboard closed; waiting for PID {child.pid} (kill -INT {os.getpid()} interrupts it)")
-        views = watcher.watch(child, status_every_s=interval_s or HEADLESS_STATUS_EVERY_S)
-    finally:
-        watcher.close()
-        if sink is not None:
-            sink.close()
-            _say(f"recorded {sink.recorder.written} snapshots to {record}")
-    code = exit_code(child.wait())
-    forwarder.release_terminal()
-    if log_path:
-        _say(f"job output was written to {log_path}")
-    raised = watcher.advisor.raised()
-    if headless or dashboard is None:
-        _tell(f"gputop: advisor findings for PID {child.pid}:\n{render_advice(raised)}")
-    if report_json:
-        final = watcher.final_views(views, run_id) if not problem else views
-        document = advice_document(
-            child.pid,
-            raised,
-            command=list(command),
-            exit_code=code,
-            training=[_view_dict(v) for v in final],
-        )
-        _write_report(report_json, document)
-    if not problem:
-        channel.remove_dead_reports(directory)
-    if fallback:
-        with contextlib.suppress(OSError):  # kept while it holds the job's log
-            os.rmdir(fallback)
-    return code
-
-
-def _report_dir() -> tuple[str, str | None, str | None]:
-    """Where the job's reports go, why they cannot (None when they can), and, where the usual directory cannot be
-    used, the notice that says a directory was made for this run instead.
-
-    The usual directory has a name every user can predict, so another user can take it first (made as theirs,
-    or as a file) to turn a user's reports off. A new private directory then takes its place, made known to the
-    job and to this process's readers through ``$GPUTOP_PROBE_DIR``.
-    """
-    directory = channel.report_dir()
-    problem = channel.ensure_dir(directory)
-    if problem is None:
-        return directory, None, None
-    try:
-        private = tempfile.mkdtemp(prefix="gputop-probe-")
-    except OSError as exc:
-        _say(f"probe reports are off: {problem}; no private directory either: {exc.strerror}")
-        return directory, problem, None
-    os.environ[channel.DIR_ENV] = private
-    notice = f"probe reports go to {private}: {problem}"
-    _say(notice)
-    return private, None, notice
-
-
-def _write_report(path: str, document: dict[str, Any]) -> None:
-    """Write the report atomically (a reader never sees half of it), private to the user (it holds the command
-    line), never through a name planted in a shared directory; ``-`` is one line, the last on stdout, after the
-    job's own output. A file that cannot be written is said on stderr: the exit status stays the job's."""
-    text = json.dumps(document, separators=(",", ":")) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        replace_file(path, text.encode())
-    except OSError as exc:
-        _say(f"cannot write {path}: {exc.strerror or exc}")
-
-
-def _new_log(path: str) -> int:
-    """The job's log, a new file. One already at its name (an earlier gputop's with this PID, or one put there)
-    is removed, never written through."""
-    return create_fresh(path)
-
-
-def _foreground_terminal() -> int | None:
+def foreground_terminal() -> int | None:
     """gputop's controlling terminal, opened, when gputop is in its foreground group; else None."""
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
@@ -251,7 +76,7 @@ def _foreground_terminal() -> int | None:
     return None
 
 
-def _start(
+def start(
     command: Sequence[str],
     env: dict[str, str],
     log_fd: int | None,
@@ -286,33 +111,6 @@ def _job_setup(terminal: int | None, mask: set[int | signal.Signals], detach: bo
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     return setup
-
-
-def _dashboard() -> tuple[Callable[..., Any] | None, str | None]:
-    try:
-        from gputop.ui.app import run_dashboard
-    except ImportError as exc:
-        return None, str(exc)
-    return run_dashboard, None
-
-
-def _say(message: str) -> None:
-    _tell(f"gputop: {message}\n")
-
-
-def _tell(text: str) -> None:
-    """Write to stderr; a terminal that has hung up (EIO) or a closed pipe loses the text, not the job's watch."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
-def _view_dict(view: TrainingView) -> dict[str, Any]:
-    from gputop.output import training_to_dict
-
-    return training_to_dict(view)
 
 
 class SignalForwarder:
@@ -393,65 +191,6 @@ class SignalForwarder:
                 os.tcsetpgrp(terminal, child.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGCONT)
-
-
-class _Watcher:
-    """Samples the command's process tree on the calling thread until the command exits, feeding the advisor."""
-
-    def __init__(self, pid: int, advisor: Advisor, record: Callable[[Any], None] | None = None) -> None:
-        self.pid = pid
-        self.advisor = advisor
-        self._record = record
-        self._advisor_failed = False
-        self._maker: Any = None
-
-    def watch(self, child: subprocess.Popen, status_every_s: float) -> tuple[TrainingView, ...]:
-        """Wait for the command, printing a status line every ``status_every_s``; returns its last views."""
-        from gputop.collect.sampler import SnapshotMaker
-
-        self._maker = SnapshotMaker(focus_pid=self.pid)
-        self._maker.start()
-        started = time.monotonic()
-        status_due = started + status_every_s
-        views: tuple[TrainingView, ...] = ()
-        every_s = min(sample_every_s(self.advisor.config, SAMPLE_EVERY_S), status_every_s)
-        while True:
-            try:
-                child.wait(timeout=every_s)
-                return views
-            except subprocess.TimeoutExpired:
-                pass
-            snap = self._maker.snapshot()
-            self.take(snap)
-            views = job_views(snap.training, self.pid) or views
-            now = time.monotonic()
-            if now >= status_due and views:
-                _say(status_line(views, now - started))
-                status_due = now + status_every_s
-
-    def take(self, snap: Any) -> None:
-        """One snapshot of the job: to the recording, if any, and to the advisor. Called from one thread at a
-        time: the dashboard's sampler while it is open, then ``watch``."""
-        if self._record is not None:
-            self._record(snap)
-        self._advise(snap)
-
-    def _advise(self, snap: Any) -> None:
-        if self._advisor_failed:
-            return
-        try:
-            self.advisor.update(snap)
-        except Exception as exc:  # a bug in a rule must cost the advice, never the watch of the job
-            _say(f"advisor failed, no findings from now on: {exc!r}")
-            self._advisor_failed = True
-
-    def final_views(self, views: tuple[TrainingView, ...], run_id: str) -> tuple[TrainingView, ...]:
-        """The last views with each probe report replaced by the last one its process wrote, at its exit."""
-        return self._maker.training.final_views(views, run_id) if self._maker is not None else views
-
-    def close(self) -> None:
-        if self._maker is not None:
-            self._maker.close()
 
 
 def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:

@@ -1,4 +1,4 @@
-"""Findings as the JSON document (docs/json.md, "Advice") and as text, and ``gputop report``'s watch.
+"""Findings as the JSON document (docs/json.md, "Advice") and as text, for ``gputop report`` and ``gputop run``.
 
 The document: ``{"schema": 1, "pid": PID, "advice": [...]}``, one object per finding raised during the watch,
 most urgent first, those still active before those that cleared.
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gputop.advisor.engine import Advisor
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.model import Advice
@@ -77,45 +76,6 @@ def _headline(advice: Advice, active: bool) -> list[str]:
 def sample_every_s(config: AdvisorConfig, interval_s: float = REPORT_EVERY_S) -> float:
     """How often to snapshot: every ``interval_s``, or more often where the window would get too few snapshots."""
     return min(interval_s, config.window_s / WINDOW_SAMPLES)
-
-
-@dataclass(frozen=True, slots=True)
-class Watch:
-    """What a watch saw: the advisor with its findings, for how long, and whether the process ended first."""
-
-    advisor: Advisor
-    snapshots: int
-    watched_s: float
-    ended: bool
-
-
-def watch(pid: int, seconds: float, config: AdvisorConfig, interval_s: float = REPORT_EVERY_S) -> Watch:
-    """Snapshot ``pid`` and its training processes for ``seconds`` (or until it ends) and advise on them."""
-    from gputop.collect.sampler import SnapshotMaker
-
-    advisor = Advisor(pid, config)
-    every_s = sample_every_s(config, interval_s)
-    maker = SnapshotMaker(focus_pid=pid)
-    started = time.monotonic()
-    snapshots = 0
-    ended = False
-    try:
-        snap = maker.one_shot()
-        while True:
-            advisor.update(snap)
-            snapshots += 1
-            host = snap.host_process(pid)
-            if snap.training_view(pid) is None or host is None or host.status == "zombie":
-                ended = True
-                break
-            elapsed = time.monotonic() - started
-            if elapsed >= seconds:
-                break
-            time.sleep(max(0.0, min(every_s, seconds - elapsed)))
-            snap = maker.snapshot()
-    finally:
-        maker.close()
-    return Watch(advisor, snapshots, time.monotonic() - started, ended)
 
 
 # -- a recording ------------------------------------------------------------------------------------------------

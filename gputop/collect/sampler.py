@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Literal
 
 from gputop.collect.host import HostCollector
 from gputop.collect.nvml import NvmlCollector, NvmlProcess
@@ -193,3 +194,59 @@ class Sampler:
                 self._wake.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
         finally:
             maker.close()
+
+
+def _sleep(timeout_s: float) -> bool:
+    time.sleep(timeout_s)
+    return False
+
+
+def every(
+    interval_s: float,
+    *,
+    focus_pid: int | None = None,
+    maker: SnapshotMaker | None = None,
+    first: Literal["one_shot", "now", "later"] = "one_shot",
+    count: int | None = None,
+    duration_s: float | None = None,
+    wait: Callable[[float], bool] = _sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Generator[Snapshot, None, None]:
+    """Snapshots every ``interval_s``, made on the calling thread: ``gputop stream``, ``record``, ``report --pid``
+    and ``run``'s watch of its job.
+
+    Each snapshot is due ``interval_s`` after the previous one's ``time``, however long the caller took with it.
+    The first is a ``one_shot`` (rates over a short window), a plain snapshot ``now``, or one taken ``later``,
+    after a first wait of ``interval_s``. It stops after ``count`` snapshots; after ``duration_s`` (on ``clock``,
+    from the call), the last snapshot taken when it is up; or when ``wait(timeout_s)``, which waits between two
+    snapshots (default: sleeps), returns True (``threading.Event.wait``, a child process's exit). The maker, a new
+    one for ``focus_pid`` unless one is given, is closed at the end: close the iterator (``contextlib.closing``)
+    when leaving it early.
+    """
+    started = clock()
+    maker = maker if maker is not None else SnapshotMaker(focus_pid=focus_pid)
+    try:
+        if first == "one_shot":
+            snap = maker.one_shot()
+        else:
+            maker.start()
+            if first == "later" and wait(interval_s):
+                return
+            snap = maker.snapshot()
+        taken = 0
+        while True:
+            yield snap
+            taken += 1
+            if count is not None and taken >= count:
+                return
+            timeout_s = max(0.0, interval_s - (time.time() - snap.time))
+            if duration_s is not None:
+                left_s = duration_s - (clock() - started)
+                if left_s <= 0:
+                    return
+                timeout_s = min(timeout_s, left_s)
+            if wait(timeout_s):
+                return
+            snap = maker.snapshot()
+    finally:
+        maker.close()

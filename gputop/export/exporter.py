@@ -1,4 +1,4 @@
-"""``gputop export``: the sampler thread feeding an HTTP endpoint and/or a textfile, until SIGTERM or Ctrl-C.
+"""``gputop export``'s service: the sampler thread feeding an HTTP endpoint and/or a textfile, until SIGTERM or Ctrl-C.
 
 The main thread runs one event loop: it serves every HTTP connection, writes the textfile after each snapshot,
 and takes SIGTERM and SIGINT. A signal only wakes the loop (asyncio's handler writes to a self-pipe), so it is
@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,28 +22,18 @@ from prometheus_client.registry import CollectorRegistry
 from gputop.advisor import Advisor
 from gputop.collect.sampler import Sampler, SnapshotMaker
 from gputop.export.collector import Exposition, SnapshotCollector
-from gputop.export.server import DEFAULT_LISTEN, MetricsServer, parse_listen, serve
+from gputop.export.server import MetricsServer, serve
 from gputop.export.textfile import remove_textfile, textfile_path, write_textfile
 
 LIVENESS_CHECK_S = 1.0
 
 
-def run_exporter(listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool) -> int:
-    """Serve on ``listen`` (default 127.0.0.1:9400 when no textfile is asked for) and/or write the textfile.
+class ExportError(Exception):
+    """Why the exporter stopped early, one line, and its exit status."""
 
-    Returns the exit status: 2 for a bad ``--listen`` or ``--textfile``, 1 when the address cannot be bound,
-    the file cannot be written or the sampling thread died, 0 after SIGTERM, 130 after SIGINT. Every error is one
-    line on stderr.
-    """
-    if listen is None and textfile_dir is None:
-        listen = DEFAULT_LISTEN
-    try:
-        address = None if listen is None else parse_listen(listen)
-    except ValueError as exc:
-        return _error(str(exc), 2)
-    if textfile_dir is not None and not os.path.isdir(textfile_dir):
-        return _error(f"--textfile {textfile_dir!r} is not a directory", 2)
-    return asyncio.run(_export(listen, address, textfile_dir, interval_s, per_process))
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _Wakeups:
@@ -86,13 +74,17 @@ class _SamplingThread:
         return self._thread is not None and not self._thread.is_alive()
 
 
-async def _export(
+async def export(
     listen: str | None,
     address: tuple[str, int] | None,
     textfile_dir: str | None,
     interval_s: float,
     per_process: bool,
+    say: Callable[[str], None],
 ) -> int:
+    """Serve on ``address`` (``listen`` as given) and/or write the textfile into ``textfile_dir`` until SIGTERM
+    (returns 0) or SIGINT (130). Raises ``ExportError`` when the address cannot be bound, the file cannot be
+    written or the sampling thread died (status 1); ``say`` gets what is served and written where."""
     loop = asyncio.get_running_loop()
     wake = _Wakeups()
     loop.add_signal_handler(signal.SIGTERM, wake.stop, 0)
@@ -111,28 +103,28 @@ async def _export(
             try:
                 server = await serve(Exposition(collector).render, *address)
             except OSError as exc:
-                return _error(f"cannot listen on {listen}: {exc.strerror or exc}", 1)
-            _say(f"serving Prometheus metrics on {server.url}")
+                raise ExportError(f"cannot listen on {listen}: {exc.strerror or exc}", 1) from None
+            say(f"serving Prometheus metrics on {server.url}")
         path: Path | None = None
         if textfile_dir is not None:
             path = textfile_path(textfile_dir)
             registry = _registry(
                 SnapshotCollector(lambda: sampler.latest, per_process, report_age=False, advice=lambda: advisor.active)
             )
-            _say(f"writing Prometheus metrics to {path} every {interval_s:g} s")
+            say(f"writing Prometheus metrics to {path} every {interval_s:g} s")
         sampler.start()
         while True:
             await wake.wait(LIVENESS_CHECK_S)
             if wake.status is not None:
                 return wake.status
             if sampling.died():
-                return _error("the sampling thread stopped; exiting rather than serving stale metrics", 1)
+                raise ExportError("the sampling thread stopped; exiting rather than serving stale metrics", 1)
             if path is not None and wake.fresh:
                 wake.fresh = False
                 try:
                     write_textfile(registry, path)
                 except OSError as exc:
-                    return _error(f"cannot write {path}: {exc.strerror or exc}", 1)
+                    raise ExportError(f"cannot write {path}: {exc.strerror or exc}", 1) from None
                 written = path
     finally:
         # Signals keep only waking the loop until this is done, so a second SIGTERM cannot cut it short.
@@ -154,12 +146,3 @@ def _registry(collector: SnapshotCollector) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(collector)
     return registry
-
-
-def _say(message: str) -> None:
-    print(f"gputop: {message}", file=sys.stderr, flush=True)
-
-
-def _error(message: str, status: int) -> int:
-    print(f"gputop: error: {message}", file=sys.stderr, flush=True)
-    return status

@@ -1,12 +1,13 @@
-"""The multi-host view's command-line options, parsed and checked here so that cli.py only calls in."""
+"""What the multi-host view's options ask for, checked: the hosts, and the ssh command and options to reach them.
+
+The options themselves are ``gputop.cli.hosts``'s."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.remote.hosts import HostsError, HostSpec, host_list
@@ -22,27 +23,6 @@ class HostsRequest:
     specs: tuple[HostSpec, ...]
     ssh_command: tuple[str, ...] = ("ssh",)
     ssh_options: tuple[str, ...] = ()
-
-
-def add_host_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("several hosts in one dashboard (docs/hosts.md)")
-    group.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        dest="hosts",
-        help="watch HOST over ssh (repeatable); 'local' is this machine; 'HOST command=PATH' runs PATH as gputop there",
-    )
-    group.add_argument("--hosts-file", metavar="FILE", help="watch the hosts listed in FILE, one per line")
-    group.add_argument(
-        "--ssh-option",
-        action="append",
-        default=[],
-        metavar="OPTION",
-        dest="ssh_options",
-        help=f"pass -o OPTION to ssh (repeatable; ${SSH_ENV} replaces the ssh command itself)",
-    )
 
 
 def ssh_command(text: str | None) -> tuple[str, ...]:
@@ -61,27 +41,17 @@ def ssh_command(text: str | None) -> tuple[str, ...]:
     return tuple(words)
 
 
-def hosts_request(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> HostsRequest | None:
-    """The hosts to watch, or None when neither ``--host`` nor ``--hosts-file`` was given.
+def hosts_request(
+    hosts: Sequence[str], hosts_file: str | None, ssh_options: Sequence[str], environ: Mapping[str, str] = os.environ
+) -> HostsRequest:
+    """The hosts given by ``--host`` (``hosts``) and ``--hosts-file``, checked, with ssh's command and options.
 
-    Raises ``HostsError`` (one line) for a bad host, a bad hosts file or options that do not go together.
+    Raises ``HostsError`` (one line) for a bad host, a bad hosts file or a bad ssh option.
     """
-    if not args.hosts and args.hosts_file is None:
-        if args.ssh_options:
-            raise HostsError("--ssh-option needs --host or --hosts-file")
-        return None
-    for flag, given in (
-        ("--once", args.once),
-        ("--json", args.json),
-        ("--pid", args.pid is not None),
-        (f"gputop {args.command}", args.command is not None),
-    ):
-        if given:
-            raise HostsError(f"--host and --hosts-file cannot be combined with {flag}")
-    for option in args.ssh_options:
+    for option in ssh_options:
         if not option.strip():
             raise HostsError("--ssh-option needs an option, such as Port=2222")
-    specs = tuple(host_list(args.hosts, args.hosts_file))
+    specs = tuple(host_list(hosts, hosts_file))
     remote = any(not spec.local for spec in specs)
     command = ssh_command(environ.get(SSH_ENV)) if remote else ("ssh",)
-    return HostsRequest(specs, command, tuple(args.ssh_options))
+    return HostsRequest(specs, command, tuple(ssh_options))

@@ -10,7 +10,7 @@ import pytest
 
 from gputop.advisor.report import advice_document, advice_to_dict, render_advice
 from gputop.advisor.window import DEFAULT_WINDOW_S
-from gputop.cli import WINDOW_HELP
+from gputop.cli.args import WINDOW_HELP
 from gputop.model import CRITICAL, Advice
 
 ADVICE = Advice(

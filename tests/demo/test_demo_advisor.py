@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+import gputop.cli.job
 import gputop.demo
-import gputop.launch
 from gputop.advisor import AdvisorConfig
 from gputop.cli import build_parser
-from gputop.demo import NOTICE, WINDOW_S, run_demo
+from gputop.cli.demo import main as run_demo
+from gputop.demo import NOTICE, WINDOW_S
 
 
 @pytest.mark.parametrize(("argv", "window_s"), [((), WINDOW_S), (("--window", "3"), 3.0)])
@@ -28,13 +29,13 @@ def test_the_window_goes_to_launch_once_as_the_advisor_config(
         return 0
 
     monkeypatch.setattr(gputop.demo, "torch_problem", lambda environ=None: None)
-    monkeypatch.setattr(gputop.launch, "run", fake_run)
+    monkeypatch.setattr(gputop.cli.job, "run_job", fake_run)
 
     assert run_demo(build_parser().parse_args(["demo", *argv])) == 0
 
     [options] = calls
     assert options["advisor_config"] == AdvisorConfig(window_s=window_s)
-    assert options["dashboard_options"] == {"notice": NOTICE}  # launch.run gives the dashboard its advisor_config
+    assert options["dashboard_options"] == {"notice": NOTICE}  # run_job gives the dashboard its advisor_config
 
 
 # In the child: torch is taken as present and the job is a stdlib module that ignores its arguments and ends at

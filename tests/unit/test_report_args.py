@@ -8,8 +8,9 @@ from argparse import Namespace
 import pytest
 
 from gputop import cli
-from gputop.advisor import report
 from gputop.advisor.engine import Advisor
+from gputop.cli import report
+from gputop.cli.args import REPORT_SECONDS, UsageError
 
 
 def parsed(*argv: str) -> Namespace:
@@ -19,7 +20,7 @@ def parsed(*argv: str) -> Namespace:
 @pytest.mark.parametrize(
     ("argv", "watch_s"),
     [
-        (("--pid", "1"), cli.REPORT_SECONDS),
+        (("--pid", "1"), REPORT_SECONDS),
         (("--pid", "1", "--seconds", "90"), 90.0),
         (("job.gputop",), None),
         (("job.gputop", "--pid", "1"), None),
@@ -29,7 +30,7 @@ def test_the_check_returns_how_long_to_watch_and_changes_no_argument(argv: tuple
     args = parsed(*argv)
     before = vars(args).copy()
 
-    returned = cli._check_report_args(args)
+    returned = report.watch_seconds(args)
 
     assert vars(args) == before
     assert returned == watch_s
@@ -46,20 +47,20 @@ def test_a_bad_mix_is_a_usage_error_that_changes_no_argument(argv: tuple[str, ..
     args = parsed(*argv)
     before = vars(args).copy()
 
-    with pytest.raises(cli.UsageError, match=says):
-        cli._check_report_args(args)
+    with pytest.raises(UsageError, match=says):
+        report.watch_seconds(args)
     assert vars(args) == before
 
 
 def test_a_live_report_without_seconds_watches_for_the_default(monkeypatch: pytest.MonkeyPatch, capsys):
     watched: list[float] = []
 
-    def fake_watch(pid: int, seconds: float, config: object, interval_s: float = 1.0) -> report.Watch:
+    def fake_watch(pid: int, seconds: float, config: object, interval_s: float | None = None) -> report.Watch:
         watched.append(seconds)
         return report.Watch(Advisor(), snapshots=0, watched_s=0.0, ended=True)
 
     monkeypatch.setattr(report, "watch", fake_watch)
 
     assert cli.main(["report", "--pid", str(os.getpid())]) == 0
-    assert watched == [cli.REPORT_SECONDS] == [60.0]
+    assert watched == [REPORT_SECONDS] == [60.0]
     assert f"PID {os.getpid()}: watched 0 s" in capsys.readouterr().out

@@ -1,0 +1,56 @@
+"""``gputop export``: Prometheus metrics served over HTTP and/or written for node_exporter (gputop/export/)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from gputop.cli import args as checks
+from gputop.cli.console import error, say
+
+
+def add_parser(commands: Any) -> None:
+    export = commands.add_parser(
+        "export",
+        help="serve the snapshot as Prometheus metrics, or write it for node_exporter (docs/exporter.md)",
+        description="Serve GPU and host metrics in the Prometheus text format on --listen (default "
+        "127.0.0.1:9400, this machine only), and/or write them to DIR/gputop.prom for node_exporter's textfile "
+        "collector, refreshed every interval.",
+    )
+    export.add_argument("--listen", metavar="HOST:PORT", help="address to serve on (default 127.0.0.1:9400)")
+    export.add_argument("--textfile", metavar="DIR", help="write DIR/gputop.prom atomically every interval")
+    checks.add_interval(export, "export_interval", "seconds between refreshes (default 1.0)")
+    export.add_argument(
+        "--per-process", action="store_true", help="add per-process series labelled by GPU and PID (no command lines)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    return export(args.listen, args.textfile, args.export_interval, args.per_process)
+
+
+def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool) -> int:
+    """Serve on ``listen`` (default 127.0.0.1:9400 when no textfile is asked for) and/or write the textfile.
+
+    Returns the exit status: 2 for a bad ``--listen`` or ``--textfile``, 1 when the address cannot be bound,
+    the file cannot be written or the sampling thread died, 0 after SIGTERM, 130 after SIGINT. Every error is one
+    line on stderr.
+    """
+    import asyncio
+
+    from gputop.export import exporter
+    from gputop.export.server import DEFAULT_LISTEN, parse_listen
+
+    if listen is None and textfile_dir is None:
+        listen = DEFAULT_LISTEN
+    try:
+        address = None if listen is None else parse_listen(listen)
+    except ValueError as exc:
+        return error(str(exc), 2)
+    if textfile_dir is not None and not os.path.isdir(textfile_dir):
+        return error(f"--textfile {textfile_dir!r} is not a directory", 2)
+    try:
+        return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say))
+    except exporter.ExportError as exc:
+        return error(str(exc), exc.status)

@@ -1,0 +1,61 @@
+"""The multi-host view's options, ``--host``, ``--hosts-file`` and ``--ssh-option``, and starting the view."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+
+from gputop.cli.console import needs_textual
+from gputop.remote.hosts import HostsError
+from gputop.remote.options import SSH_ENV, HostsRequest, hosts_request
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("several hosts in one dashboard (docs/hosts.md)")
+    group.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        dest="hosts",
+        help="watch HOST over ssh (repeatable); 'local' is this machine; 'HOST command=PATH' runs PATH as gputop there",
+    )
+    group.add_argument("--hosts-file", metavar="FILE", help="watch the hosts listed in FILE, one per line")
+    group.add_argument(
+        "--ssh-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        dest="ssh_options",
+        help=f"pass -o OPTION to ssh (repeatable; ${SSH_ENV} replaces the ssh command itself)",
+    )
+
+
+def request(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> HostsRequest | None:
+    """The hosts to watch, or None when neither ``--host`` nor ``--hosts-file`` was given.
+
+    Raises ``HostsError`` (one line) for a bad host, a bad hosts file or options that do not go together.
+    """
+    if not args.hosts and args.hosts_file is None:
+        if args.ssh_options:
+            raise HostsError("--ssh-option needs --host or --hosts-file")
+        return None
+    for flag, given in (
+        ("--once", args.once),
+        ("--json", args.json),
+        ("--pid", args.pid is not None),
+        (f"gputop {args.command}", args.command is not None),
+    ):
+        if given:
+            raise HostsError(f"--host and --hosts-file cannot be combined with {flag}")
+    return hosts_request(args.hosts, args.hosts_file, args.ssh_options, environ)
+
+
+def show(hosts: HostsRequest, interval_s: float, readonly: bool) -> int:
+    """Run the multi-host view until the user quits; returns the exit status."""
+    try:
+        from gputop.ui.hosts import run_hosts
+    except ImportError as exc:
+        return needs_textual(exc, "the multi-host view")
+    return run_hosts(hosts, interval_s=interval_s, readonly=readonly)

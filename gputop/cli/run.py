@@ -1,0 +1,68 @@
+"""``gputop run``: start a training command with the probe active, watch it, and return its exit code.
+
+Its options are here; running the job is ``gputop.cli.job.run_job``, shared with ``gputop demo`` and imported
+only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from gputop.cli import args as checks
+from gputop.cli.args import WINDOW_HELP
+from gputop.cli.console import error
+
+if TYPE_CHECKING:
+    pass
+
+HEADLESS_STATUS_EVERY_S = 5.0
+SAMPLE_EVERY_S = 1.0
+
+
+def add_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a training command with the probe active and watch it: gputop run [--headless] -- CMD ARGS...",
+        description="Start CMD with gputop's probe active in every Python process it starts, show the dashboard "
+        "focused on it, forward signals to it, and exit with its exit status.",
+    )
+    run.add_argument("--headless", action="store_true", help="no dashboard: print a one-line status now and then")
+    run.add_argument(
+        "--report-json",
+        metavar="FILE",
+        help="at exit, write the advisor's findings and the job's last training view to FILE as JSON ('-': stdout)",
+    )
+    run.add_argument(
+        "--record", metavar="FILE", help="record every snapshot of the job into FILE, a new recording (gputop replay)"
+    )
+    run.add_argument(
+        "--window", type=checks.seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}"
+    )
+    run.add_argument(
+        "--detach", action="store_true", help="leave CMD running if gputop is killed (by default it ends with gputop)"
+    )
+    checks.add_interval(
+        run,
+        "run_interval",
+        "dashboard: seconds between updates (default 1.0); headless: between status lines (default 5.0)",
+        default=None,  # the mode decides
+    )
+    run.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
+
+
+def main(args: argparse.Namespace) -> int:
+    command = args.run_command[1:] if args.run_command[:1] == ["--"] else args.run_command
+    if not command:
+        return error("no command to run: gputop run [--headless] -- CMD ARGS...", 2)
+    from gputop.cli.job import run_job
+
+    return run_job(
+        command,
+        headless=args.headless,
+        report_json=args.report_json,
+        interval_s=args.run_interval,
+        advisor_config=checks.advisor_config(args.run_window),
+        record=args.record,
+        detach=args.detach,
+    )

@@ -1,0 +1,50 @@
+"""``gputop`` with no command: the live dashboard, or one snapshot with ``--once`` (a table) or ``--json``."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from gputop.cli import args as checks
+from gputop.cli.console import needs_textual
+from gputop.limits import MIN_INTERVAL_S
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The top-level options of the dashboard and its one-snapshot forms."""
+    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit")
+    parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
+    checks.add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
+    parser.add_argument("--pid", type=checks.pid, metavar="PID", help="focus on one process, its children and workers")
+    parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.once or args.json:
+        return once(args.json, args.pid)
+    return dashboard(args.interval, args.pid, args.readonly)
+
+
+def once(as_json: bool, pid: int | None) -> int:
+    """Print one snapshot, its rates over a short window: a table (as wide as the terminal), or JSON."""
+    from gputop.collect.sampler import SnapshotMaker
+    from gputop.output import render_text, snapshot_to_json
+
+    maker = SnapshotMaker(focus_pid=pid)
+    try:
+        snap = maker.one_shot()
+    finally:
+        maker.close()
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap, width))
+    sys.stdout.flush()
+    return 0
+
+
+def dashboard(interval_s: float, pid: int | None, readonly: bool) -> int:
+    try:
+        from gputop.ui.app import run_dashboard
+    except ImportError as exc:
+        return needs_textual(exc, "the dashboard", "; gputop --once and --json work without it")
+    return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly)
