@@ -390,7 +390,7 @@ def _watch(interval_s: float, pid: int | None, readonly: bool) -> int:
 
 def _hosts(interval_s: float, readonly: bool, hosts: HostsRequest) -> int:
     try:
-        from gputop.ui.hosts import run_hosts
+        from gputop.ui.hosts.app import run_hosts
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("textual", "rich"):
             raise

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputop.ui.replay_time import JUMP_FORMS, parse_speed
+from gputop.ui.replay.time import JUMP_FORMS, parse_speed
 
 
 def _speed(text: str) -> float:
@@ -47,7 +47,7 @@ def add_replay_parser(commands: argparse._SubParsersAction) -> None:
 def replay_main(args: argparse.Namespace) -> int:
     """Run ``gputop replay`` with parsed ``args``; returns the exit status."""
     try:
-        from gputop.ui.replay import run_replay
+        from gputop.ui.replay.app import run_replay
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("textual", "rich"):
             raise
