@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from textual.binding import Binding, BindingType
 
@@ -15,7 +15,7 @@ class HelpRow(NamedTuple):
     what: str
 
 
-HelpGroup = Sequence[BindingType | HelpRow]
+HelpGroup: TypeAlias = "Sequence[BindingType | HelpRow]"
 """The bindings of one screen, widget or app, in their order, with any ``HelpRow`` where it belongs."""
 
 
