@@ -37,7 +37,7 @@ def make_app() -> Callable[..., GputopApp]:
 
     def make(snapshots: Iterable[Snapshot], advisor: Advisor | None = None, **options: object) -> GputopApp:
         focus_pid = options.get("focus_pid")
-        feed = LiveFeed(ScriptedSource(snapshots), advisor or Advisor(focus_pid))  # type: ignore[arg-type]
+        feed = LiveFeed(ScriptedSource(snapshots), advisor or Advisor(focus_pid))
         return GputopApp(feed, user=USER, **options)  # type: ignore[arg-type]
 
     return make
