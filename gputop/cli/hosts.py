@@ -55,7 +55,7 @@ def request(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -
 def show(hosts: HostsRequest, interval_s: float, readonly: bool) -> int:
     """Run the multi-host view until the user quits; returns the exit status."""
     try:
-        from gputop.ui.hosts import run_hosts
+        from gputop.ui.hosts.app import run_hosts
     except ImportError as exc:
         return needs_textual(exc, "the multi-host view")
     return run_hosts(hosts, interval_s=interval_s, readonly=readonly)

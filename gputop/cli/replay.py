@@ -7,7 +7,7 @@ from typing import Any
 
 from gputop.cli import args as checks
 from gputop.cli.console import needs_textual
-from gputop.ui.replay_time import JUMP_FORMS, parse_speed
+from gputop.ui.replay.time import JUMP_FORMS, parse_speed
 
 
 def speed(text: str) -> float:
@@ -44,7 +44,7 @@ def add_parser(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``gputop replay`` with parsed ``args``; returns the exit status."""
     try:
-        from gputop.ui.replay import run_replay
+        from gputop.ui.replay.app import run_replay
     except ImportError as exc:
         return needs_textual(exc, "the replay")
     return run_replay(args.replay_file, speed=args.speed, at=args.replay_at, pid=args.replay_pid, paused=args.paused)

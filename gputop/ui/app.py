@@ -1,39 +1,39 @@
-"""The dashboard application: takes snapshots from a source on another thread and shows the newest one.
+"""The dashboard application: shows the newest snapshot of a ``Feed`` (gputop/ui/feed.py).
 
-Snapshots arrive on the source's thread. They are queued and the UI thread is woken once per batch, so a burst
-(or a slow terminal) costs one redraw, while every snapshot still goes into the history behind the sparklines
-and through the advisor, whose findings depend on every tick.
+One app serves the live dashboard, the replay and the multi-host view: the feed says what to show, and a
+``Mode`` brings what surrounds it (the first screen, app-wide keys, what ``p`` does, the key help).
 """
 
 from __future__ import annotations
 
 import getpass
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual.app import App
-from textual.binding import Binding, BindingType
+from textual.binding import Binding, BindingsMap, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.screen import Screen
 
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
+from gputop.ui.feed import Feed, LiveFeed
 from gputop.ui.history import History
-from gputop.ui.inbox import Inbox
+from gputop.ui.keys import HelpGroup, HelpRow, key_help
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.training import TrainingScreen
-from gputop.ui.source import SnapshotSource
 from gputop.ui.terminal import driver_class
 from gputop.ui.widgets.process_table import ProcessTable
 
 INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-MOVEMENT_KEYS = ("↑ ↓ PgUp PgDn Home End", "Move in the process table (a mouse click works too)")
+MOVEMENT_KEYS = HelpRow("↑ ↓ PgUp PgDn Home End", "Move in the process table (a mouse click works too)")
 
 
 def next_interval(interval_s: float, longer: bool) -> float:
@@ -43,25 +43,75 @@ def next_interval(interval_s: float, longer: bool) -> float:
     return max(MIN_INTERVAL_S, next((s for s in reversed(INTERVAL_STEPS_S) if s < interval_s - 1e-9), MIN_INTERVAL_S))
 
 
-def key_help(readonly: bool) -> list[tuple[str, str]]:
-    """``(keys, what they do)`` for every key, read from the bindings themselves so the help cannot fall behind."""
-    rows: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for owner in (GputopApp, DashboardScreen, ProcessTable, ProcessDetailScreen, TrainingScreen):
-        for binding in owner.BINDINGS:
-            if not isinstance(binding, Binding) or not binding.tooltip or binding.action in seen:
-                continue  # no tooltip: cursor keys, summed up in MOVEMENT_KEYS
-            seen.add(binding.action)
-            if not (readonly and binding.action == "signal"):
-                rows.append((binding.key_display or binding.key, binding.tooltip))
-        if owner is ProcessTable:
-            rows.append(MOVEMENT_KEYS)
-    return rows
+class Mode(Protocol):
+    """What surrounds the dashboard of a feed: its first screen, the app-wide keys it adds (or gives another
+    action), what ``p`` does, and the keys the help lists. ``LiveMode`` is the live dashboard's; the replay's
+    and the multi-host view's are in gputop/ui/replay and gputop/ui/hosts."""
+
+    @property
+    def bindings(self) -> Sequence[BindingType]:
+        """App-wide keys on top of ``GputopApp.BINDINGS``; one with the key of another replaces it. Their actions
+        name the mode's own as ``mode('name', args...)``."""
+
+    def attach(self, app: GputopApp) -> None:
+        """Called once, as ``app`` is made."""
+
+    def main_screen(self) -> Screen[None]: ...
+
+    def mounted(self) -> None:
+        """The app is mounted and its feed started."""
+
+    def unmounted(self) -> None:
+        """The app is closing."""
+
+    def toggle_pause(self) -> None: ...
+
+    def help_groups(self) -> list[HelpGroup]:
+        """The bindings the key help lists now, in order."""
+
+
+def dashboard_help_groups(app_bindings: HelpGroup = ()) -> list[HelpGroup]:
+    """The dashboard's keys for the help: the app's (``GputopApp.BINDINGS`` unless given), the overview's, the
+    process table's, a process's detail and the training screen."""
+    return [
+        app_bindings or GputopApp.BINDINGS,
+        DashboardScreen.BINDINGS,
+        [*ProcessTable.BINDINGS, MOVEMENT_KEYS],
+        ProcessDetailScreen.BINDINGS,
+        TrainingScreen.BINDINGS,
+    ]
+
+
+class LiveMode:
+    """The live dashboard: ``p`` freezes the display while the feed goes on."""
+
+    bindings: Sequence[BindingType] = ()
+
+    def attach(self, app: GputopApp) -> None:
+        self.app = app
+
+    def main_screen(self) -> Screen[None]:
+        return DashboardScreen()
+
+    def mounted(self) -> None:
+        pass
+
+    def unmounted(self) -> None:
+        pass
+
+    def toggle_pause(self) -> None:
+        app = self.app
+        app.paused = not app.paused
+        if not app.paused and app.feed.latest is not None:
+            app.show()
+
+    def help_groups(self) -> list[HelpGroup]:
+        return dashboard_help_groups()
 
 
 class GputopApp(App[int]):
-    """gputop's dashboard. ``source`` is the live ``Sampler`` or anything with its interface; ``advisor`` judges
-    the training processes of each snapshot (tests give one with a short window)."""
+    """gputop's dashboard over a ``Feed``: the live one (``LiveFeed``), a replay or a host of the multi-host
+    view. ``mode`` brings what else the feed needs around the dashboard (``LiveMode`` when not given)."""
 
     CSS_PATH = Path(__file__).with_name("gputop.tcss")
     TITLE = "gputop"
@@ -93,36 +143,50 @@ class GputopApp(App[int]):
     interval_s = var(1.0)
 
     class SnapshotsArrived(Message):
-        """Wakes the UI thread: there are snapshots in the inbox."""
+        """Wakes the UI thread: the feed has snapshots waiting."""
 
     def __init__(
         self,
-        source: SnapshotSource,
+        feed: Feed,
+        mode: Mode | None = None,
+        *,
         interval_s: float = 1.0,
         focus_pid: int | None = None,
         readonly: bool = False,
         user: str | None = None,
-        advisor: Advisor | None = None,
         notice: str | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class())
-        self.source = source
+        self.feed = feed
+        self.mode: Mode = mode if mode is not None else LiveMode()
         self.focus_pid = focus_pid
-        self.readonly = readonly
+        self.readonly_everywhere = readonly
         self.user = user if user is not None else getpass.getuser()
-        self.history = History()
-        # Pure and fed only snapshots, so it runs here on the UI thread: with a focus, that job; else every one.
-        self.advisor = advisor if advisor is not None else Advisor(focus_pid)
         self.notices: tuple[str, ...] = (notice,) if notice else ()
         """Lines the banner shows above whatever the snapshot calls for (``gputop demo`` says what it runs)."""
-        self.latest: Snapshot | None = None
-        self._latest_advice: tuple[Advice, ...] = ()
-        self._inbox: Inbox[Snapshot] = Inbox(lambda: self.post_message(self.SnapshotsArrived()))
+        self.status_label = ""
+        """What the status bar names besides the host (a replay's file)."""
         self.set_reactive(GputopApp.interval_s, interval_s)
+        if self.mode.bindings:
+            # As a subclass's BINDINGS would: the mode's keys after the app's, a key of both taking the mode's.
+            keys = dict(self._bindings.key_to_bindings)
+            keys.update(BindingsMap(self.mode.bindings).key_to_bindings)
+            self._bindings = BindingsMap.from_keys(keys)
+        self.mode.attach(self)
 
-    def dashboard_screen(self) -> DashboardScreen:
-        """The main screen; a subclass may add to it (the replay's timeline)."""
-        return DashboardScreen()
+    @property
+    def history(self) -> History:
+        return self.feed.history
+
+    @property
+    def readonly(self) -> bool:
+        """No signals: asked for (``--readonly``), or the processes shown are not live ones of this machine."""
+        return self.readonly_everywhere or not self.feed.signals_allowed
+
+    def use_feed(self, feed: Feed) -> None:
+        """Show ``feed`` from now on (a host opened in the multi-host view)."""
+        self.feed = feed
+        self.show()
 
     def notify(
         self,
@@ -138,39 +202,36 @@ class GputopApp(App[int]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
-        self.push_screen(self.dashboard_screen())
-        self.source.subscribe(self._receive)
-        self.source.start()
+        self.push_screen(self.mode.main_screen())
+        self.feed.start(self)
+        self.mode.mounted()
 
     def on_unmount(self) -> None:
-        self.source.stop()
+        self.feed.stop()
+        self.mode.unmounted()
 
-    def _receive(self, snap: Snapshot) -> None:
-        """Runs on the source's thread: queue the snapshot and wake the UI thread if it is not already awake."""
-        self._inbox.put(snap)
+    def wake(self) -> None:
+        """Any thread: the feed has snapshots waiting (``FeedClient``)."""
+        self.post_message(self.SnapshotsArrived())
 
     def on_gputop_app_snapshots_arrived(self, _: SnapshotsArrived) -> None:
-        latest = None
-        for latest in self._inbox.drain():
-            self.history.record(latest)
-            try:
-                self._latest_advice = self.advisor.update(latest)
-            except Exception as exc:  # a fault in one rule must not take the dashboard down
-                self.log.error(f"advisor failed: {exc!r}")
-        if latest is not None:
-            self.latest = latest
-            if not self.paused:
-                self._show(latest)
+        if self.feed.take() and not self.paused:
+            self.show()
 
-    def _show(self, snap: Snapshot) -> None:
+    def show(self) -> None:
+        """Show the feed's newest snapshot and its findings (``FeedClient``)."""
+        if self.feed.latest is None:
+            return
         # The findings first: the screens redraw on ``snapshot`` and read both.
-        self.advice = self._latest_advice
-        self.snapshot = snap
+        self.advice = self.feed.advice
+        self.snapshot = self.feed.latest
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        if not self.paused and self.latest is not None:
-            self._show(self.latest)
+        self.mode.toggle_pause()
+
+    def action_mode(self, name: str, *args: object) -> None:
+        """A key of the mode's: ``mode('speed', 1)`` calls ``mode.action_speed(1)``."""
+        getattr(self.mode, f"action_{name}")(*args)
 
     def action_slower(self) -> None:
         self.interval_s = next_interval(self.interval_s, longer=True)
@@ -178,12 +239,25 @@ class GputopApp(App[int]):
     def action_faster(self) -> None:
         self.interval_s = next_interval(self.interval_s, longer=False)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.key_allowed(action)
+
+    def key_allowed(self, action: str) -> bool:
+        """Whether ``action`` applies here: no interval keys over a feed with its own, no signals when read-only."""
+        if action in ("slower", "faster"):
+            return not self.feed.interval_fixed
+        return not (action == "signal" and self.readonly)
+
     def watch_interval_s(self, interval_s: float) -> None:
-        self.source.set_interval(interval_s)
+        self.feed.set_interval(interval_s)
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """Every key that works now, read from the bindings of the mode and its screens."""
+        return key_help(self.mode.help_groups(), self.key_allowed)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(key_help(self.readonly)))
+            self.push_screen(HelpScreen(self.key_help()))
 
 
 def run_dashboard(
@@ -204,8 +278,8 @@ def run_dashboard(
     source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
     if on_snapshot is not None:
         source.subscribe(on_snapshot)
-    advisor = Advisor(pid, advisor_config)
-    app = GputopApp(source, interval_s=interval_s, focus_pid=pid, readonly=readonly, advisor=advisor, notice=notice)
+    feed = LiveFeed(source, Advisor(pid, advisor_config))
+    app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice)
     ended = threading.Event()
     if close is not None:
 

@@ -50,7 +50,7 @@ gputop.demo.torch_problem = lambda environ=None: None
 gputop.demo.JOB_MODULE = "this"
 
 def run(self, *args, **kwargs):
-    print("window", self.advisor.config.window_s, "notices", self.notices, file=sys.stderr, flush=True)
+    print("window", self.feed.advisor.config.window_s, "notices", self.notices, file=sys.stderr, flush=True)
 
 gputop.ui.app.GputopApp.run = run
 from gputop.cli import main

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.ui.hosts import HostsApp
+from gputop.ui.app import GputopApp
+from gputop.ui.hosts.app import hosts_app
 from tests.remote import host_scenes
 from tests.ui.test_snapshots import LARGE, SMALL, settle
 
 
-def three_hosts() -> HostsApp:
-    return HostsApp(host_scenes.ScriptedFleet(events=host_scenes.events()), user="alice")
+def three_hosts() -> GputopApp:
+    return hosts_app(host_scenes.ScriptedFleet(events=host_scenes.events()), user="alice")
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])

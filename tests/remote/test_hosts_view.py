@@ -8,9 +8,15 @@ from rich.style import Style
 
 from gputop.remote.hosts import HostSpec
 from gputop.remote.status import CONNECTING, DROPPED, LIVE, HostEvent, HostStatus
-from gputop.ui.gpu_text import Palette
-from gputop.ui.hosts import HostsApp
-from gputop.ui.hosts_text import (
+from gputop.ui.app import GputopApp
+from gputop.ui.hosts.app import hosts_app
+from gputop.ui.hosts.screens import HostDashboardScreen, HostsScreen
+from gputop.ui.hosts.section import HostSection, HostSummary
+from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.signal_dialog import SignalDialog
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.hosts import (
     busiest,
     fmt_age,
     fmt_power,
@@ -20,12 +26,7 @@ from gputop.ui.hosts_text import (
     summary_layout,
     summary_line,
 )
-from gputop.ui.screens.dashboard import DashboardScreen
-from gputop.ui.screens.help import HelpScreen
-from gputop.ui.screens.hosts import HostDashboardScreen, HostsScreen
-from gputop.ui.screens.signal_dialog import SignalDialog
 from gputop.ui.widgets.banner import Banner
-from gputop.ui.widgets.host_section import HostSection, HostSummary
 from gputop.ui.widgets.status_bar import StatusBar
 from tests.remote import host_scenes
 from tests.remote.host_scenes import DEAD_HOST, NOW, SERVING_HOST, TRAINING_HOST, ScriptedFleet
@@ -38,9 +39,9 @@ def lines_of(widget: HostSummary | HostSection) -> list[str]:
     return [line.plain for line in widget.text_lines(widget.content_size.width)]
 
 
-def make_app(events: list[HostEvent] | None = None, **options: object) -> HostsApp:
+def make_app(events: list[HostEvent] | None = None, **options: object) -> GputopApp:
     fleet = ScriptedFleet(events=host_scenes.events(ticks=3) if events is None else events)
-    return HostsApp(fleet, user="alice", **options)  # type: ignore[arg-type]
+    return hosts_app(fleet, user="alice", **options)  # type: ignore[arg-type]
 
 
 def test_totals_sum_up_a_hosts_gpus() -> None:
@@ -124,7 +125,7 @@ async def test_enter_opens_a_hosts_dashboard_readonly_and_escape_returns() -> No
         await pilot.press("down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, HostDashboardScreen)
-        assert app.opened == SERVING_HOST
+        assert app.feed.opened == SERVING_HOST
         assert app.snapshot is not None and app.snapshot.host.hostname == SERVING_HOST
         assert app.readonly
         await pilot.press("k")
@@ -132,23 +133,23 @@ async def test_enter_opens_a_hosts_dashboard_readonly_and_escape_returns() -> No
         assert not isinstance(app.screen, SignalDialog)
         # Another host's snapshots do not reach the open one's dashboard; its own do.
         shown = app.snapshot
-        app.fleet.push(HostEvent(HostStatus(TRAINING_HOST, LIVE, last_snapshot_at=NOW), scenes.training_node()))
+        app.feed.fleet.push(HostEvent(HostStatus(TRAINING_HOST, LIVE, last_snapshot_at=NOW), scenes.training_node()))
         await pilot.pause()
         assert app.snapshot is shown
         newer = host_scenes.serving_node(scenes.T0 + 2)
-        app.fleet.push(HostEvent(HostStatus(SERVING_HOST, LIVE, last_snapshot_at=NOW), newer))
+        app.feed.fleet.push(HostEvent(HostStatus(SERVING_HOST, LIVE, last_snapshot_at=NOW), newer))
         await pilot.pause()
         assert app.snapshot is newer
         # The host drops: the dashboard stays, and the banner says so first.
         down = HostStatus(SERVING_HOST, DROPPED, "connection to gpu-node-08 lost", NOW, NOW - 1, NOW + 1, 1, 5)
-        app.fleet.push(HostEvent(down))
+        app.feed.fleet.push(HostEvent(down))
         await pilot.pause()
         banner = app.screen.query_one(Banner).messages
         assert banner[0].startswith(f"{SERVING_HOST} is dropped: connection to gpu-node-08 lost · retry in 1s")
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, HostsScreen)
-        assert app.opened is None
+        assert app.feed.opened is None
 
 
 async def test_a_host_without_a_snapshot_cannot_be_opened() -> None:
@@ -169,14 +170,14 @@ async def test_clicking_a_summary_line_opens_that_host() -> None:
         await pilot.click(HostSummary, offset=(5, 2))  # line 2: the second host
         await pilot.pause()
         assert isinstance(app.screen, HostDashboardScreen)
-        assert app.opened == SERVING_HOST
+        assert app.feed.opened == SERVING_HOST
 
 
 async def test_the_local_host_may_be_signalled_unless_readonly() -> None:
     local = HostSpec("local")
     event = HostEvent(HostStatus("local", LIVE, last_snapshot_at=NOW), scenes.training_node())
     for readonly in (False, True):
-        app = HostsApp(ScriptedFleet([local], [event]), user="alice", readonly=readonly)
+        app = hosts_app(ScriptedFleet([local], [event]), user="alice", readonly=readonly)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             await pilot.press("enter")
@@ -207,7 +208,7 @@ async def test_p_freezes_the_hosts_too() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await pilot.press("p")
-        app.fleet.push(HostEvent(HostStatus(SERVING_HOST, DROPPED, "lost", NOW, NOW, NOW + 1, 1, 5)))
+        app.feed.fleet.push(HostEvent(HostStatus(SERVING_HOST, DROPPED, "lost", NOW, NOW, NOW + 1, 1, 5)))
         await pilot.pause()
         assert lines_of(app.screen.query_one(HostSummary))[2].split()[1] == "live"
         assert "PAUSED" in app.screen.query_one(StatusBar).render_line(0).text

@@ -10,11 +10,14 @@ import pytest
 
 from gputop.model import Snapshot
 from gputop.store import Recording, open_recording
-from gputop.ui.replay import ReplayApp, ReplaySource
+from gputop.ui.app import GputopApp
+from gputop.ui.replay.app import replay_app
+from gputop.ui.replay.player import ReplayPlayer
+from gputop.ui.replay.source import ReplaySource
 from tests.replay.recordings import job_snapshots, record
 from tests.ui.conftest import USER, utc  # noqa: F401  (utc: the clocks on screen read the same everywhere)
 
-MakeReplay = Callable[..., ReplayApp]
+MakeReplay = Callable[..., GputopApp]
 
 
 @pytest.fixture
@@ -29,12 +32,11 @@ def make_replay() -> Iterator[MakeReplay]:
     """``make_replay(path, **options)``: a paused replay of the recording at ``path``, run by ``alice``."""
     opened: list[Recording] = []
 
-    def make(path: Path, **options: object) -> ReplayApp:
+    def make(path: Path, pid: int | None = None, user: str = USER, **options: object) -> GputopApp:
         recording = open_recording(path)
         opened.append(recording)
         options.setdefault("play", False)
-        options.setdefault("user", USER)
-        return ReplayApp(ReplaySource(recording), **options)  # type: ignore[arg-type]
+        return replay_app(ReplayPlayer(ReplaySource(recording), **options), pid, user)  # type: ignore[arg-type]
 
     yield make
     for recording in opened:
@@ -50,6 +52,6 @@ async def wait_until(pilot, condition: Callable[[], object], what: str, timeout_
         await pilot.pause(0.02)
 
 
-async def findings_ready(pilot, app: ReplayApp) -> None:  # type: ignore[no-untyped-def]
-    await wait_until(pilot, lambda: app.findings is not None, "the findings computed")
+async def findings_ready(pilot, app: GputopApp) -> None:  # type: ignore[no-untyped-def]
+    await wait_until(pilot, lambda: app.feed.findings is not None, "the findings computed")
     await pilot.pause()

@@ -25,7 +25,7 @@ async def test_a_truncated_recording_shows_what_can_be_read_and_says_it_is_damag
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size // 2 + 1000)
     app = make_replay(path)
-    readable = len(app.replay_source)
+    readable = len(app.feed.source)
     assert 0 < readable < len(snaps)
     by_time = {s.time: s for s in snaps}
     async with app.run_test(size=(120, 40)) as pilot:
@@ -34,7 +34,7 @@ async def test_a_truncated_recording_shows_what_can_be_read_and_says_it_is_damag
         assert f"showing the {readable} snapshots that can be read" in banner_text(app)
         assert str(tmp_path) not in banner_text(app)  # the file's name, not its whole path
         await pilot.press("dollar_sign")
-        assert app.position == readable - 1
+        assert app.feed.position == readable - 1
         assert app.snapshot == by_time[app.snapshot.time]
         await findings_ready(pilot, app)
         assert app.advice  # the starved job's findings, up to where the file ends
@@ -49,15 +49,15 @@ async def test_a_row_that_does_not_decode_is_stepped_over(make_replay: MakeRepla
     db.close()
     app = make_replay(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.go(3)
+        app.feed.go(3)
         await pilot.press("full_stop")
-        assert app.position == 4 and app.snapshot == snaps[4]
+        assert app.feed.position == 4 and app.snapshot == snaps[4]
         await pilot.press("full_stop")  # row 6 is position 5
-        assert app.position == 6 and app.snapshot == snaps[6]
+        assert app.feed.position == 6 and app.snapshot == snaps[6]
         await pilot.press("comma")
-        assert app.position == 4 and app.snapshot == snaps[4]
+        assert app.feed.position == 4 and app.snapshot == snaps[4]
         await findings_ready(pilot, app)
-        assert app.findings is not None and app.findings.at(5) == app.findings.at(4)
+        assert app.feed.findings is not None and app.feed.findings.at(5) == app.feed.findings.at(4)
 
 
 async def test_a_recording_not_closed_by_its_recorder_says_so(make_replay: MakeReplay, tmp_path: Path) -> None:
@@ -86,5 +86,5 @@ async def test_a_recording_being_written_replays_what_is_committed(make_replay: 
             await pilot.pause()
             assert "live.gputop was not closed by its recorder" in banner_text(app)
             await pilot.press("dollar_sign")
-            assert app.position == 11 and app.snapshot == snaps[11]
+            assert app.feed.position == 11 and app.snapshot == snaps[11]
             await findings_ready(pilot, app)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputop.store import open_recording
-from gputop.ui.replay import ReplaySource
+from gputop.ui.replay.source import ReplaySource
 from tests.replay.conftest import MakeReplay
 from tests.replay.recordings import record
 from tests.ui import scenes, training_scenes
@@ -67,10 +67,10 @@ async def test_skipping_back_into_bad_rows_at_the_start_shows_the_first_readable
     snaps = scenes.history(training_scenes.starved_job, ROWS)
     app = make_replay(with_bad_rows(tmp_path / "bad-start.gputop", 0, 7))
     async with app.run_test(size=(120, 40)) as pilot:
-        assert app.position == 8  # the replay starts at the first snapshot that decodes
-        app.go(15)
+        assert app.feed.position == 8  # the replay starts at the first snapshot that decodes
+        app.feed.go(15)
         await pilot.pause()
-        assert app.position == 15
+        assert app.feed.position == 15
         await pilot.press("left_curly_bracket")  # a minute back: before the start, into the rows that do not decode
         await pilot.pause()
-        assert app.position == 8 and app.snapshot == snaps[8]
+        assert app.feed.position == 8 and app.snapshot == snaps[8]

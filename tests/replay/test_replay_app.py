@@ -10,8 +10,9 @@ from pathlib import Path
 from gputop.advisor.timeline import advise
 from gputop.model import Snapshot
 from gputop.output import fmt_bytes, fmt_percent
+from gputop.ui.app import GputopApp
 from gputop.ui.history import HISTORY_S, History
-from gputop.ui.replay import JumpInput, ReplayApp
+from gputop.ui.replay.jump import JumpInput
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.training import TrainingScreen
@@ -30,16 +31,16 @@ def widget_text(widget) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
 
 
-def bar_text(app: ReplayApp) -> str:
+def bar_text(app: GputopApp) -> str:
     return widget_text(app.screen.query_one(TimelineBar))
 
 
-def card_line(app: ReplayApp, label: str) -> str:
+def card_line(app: GputopApp, label: str) -> str:
     card = app.screen.query_one(GpuCard)
     return next(line for line in widget_text(card).splitlines() if line.strip("│ ").startswith(label))
 
 
-def assert_shows(app: ReplayApp, snap: Snapshot) -> None:
+def assert_shows(app: GputopApp, snap: Snapshot) -> None:
     """The snapshot on screen is ``snap``: the app's, and the GPU's memory and busy share as drawn."""
     assert app.snapshot == snap
     gpu = snap.gpus[0]
@@ -53,18 +54,18 @@ async def test_each_step_shows_the_recorded_snapshot(make_replay: MakeReplay, jo
     app = make_replay(path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        assert app.position == 0
+        assert app.feed.position == 0
         assert_shows(app, snaps[0])
         for n in range(1, 6):
             await pilot.press("full_stop")
-            assert app.position == n
+            assert app.feed.position == n
             assert_shows(app, snaps[n])
         await pilot.press("dollar_sign")
         assert_shows(app, snaps[-1])
-        app.go(54)
+        app.feed.go(54)
         for n in range(53, 45, -1):  # back across the fix of the job: other values
             await pilot.press("comma")
-            assert app.position == n
+            assert app.feed.position == n
             assert_shows(app, snaps[n])
 
 
@@ -88,7 +89,7 @@ async def test_the_graphs_after_a_jump_are_those_of_that_moment(make_replay: Mak
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("dollar_sign")
         for target in (70, 20):  # back, into the starved stretch, then further back
-            app.go(target)
+            app.feed.go(target)
             await pilot.pause()
             expected = History()
             for snap in snaps[: target + 1]:
@@ -109,38 +110,38 @@ async def test_space_plays_and_pauses(make_replay: MakeReplay, job: Job) -> None
         assert app.paused and "paused ×16" in bar_text(app)
         await pilot.press("space")
         assert not app.paused
-        await wait_until(pilot, lambda: app.position >= 3, "playback moving on")
+        await wait_until(pilot, lambda: app.feed.position >= 3, "playback moving on")
         assert "playing ×16" in bar_text(app)
         await pilot.press("space")
-        stopped_at = app.position
+        stopped_at = app.feed.position
         await pilot.pause(0.4)  # at ×16 three snapshots would have come
-        assert app.position == stopped_at
+        assert app.feed.position == stopped_at
         assert "paused" in bar_text(app) and "PAUSED" in widget_text(app.screen.query_one(StatusBar))
         await pilot.press("p")  # p too
-        await wait_until(pilot, lambda: app.position > stopped_at, "playback moving on again")
+        await wait_until(pilot, lambda: app.feed.position > stopped_at, "playback moving on again")
 
 
 async def test_playback_pauses_at_the_end_and_plays_again_from_the_start(make_replay: MakeReplay, job: Job) -> None:
     path, snaps = job
     app = make_replay(path, speed=64.0)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.go(len(snaps) - 4)
+        app.feed.go(len(snaps) - 4)
         await pilot.press("space")
         await wait_until(pilot, lambda: app.paused, "a pause at the end")
-        assert app.position == len(snaps) - 1
+        assert app.feed.position == len(snaps) - 1
         await pilot.press(*["left_square_bracket"] * 5)
-        assert app.speed == 1.0  # a snapshot every 2 s from now on
+        assert app.feed.speed == 1.0  # a snapshot every 2 s from now on
         await pilot.press("space")
         assert not app.paused
-        assert app.position <= 1
+        assert app.feed.position <= 1
 
 
-async def playback_rate(pilot, app: ReplayApp, snapshots: int) -> float:  # type: ignore[no-untyped-def]
+async def playback_rate(pilot, app: GputopApp, snapshots: int) -> float:  # type: ignore[no-untyped-def]
     """Snapshots shown per second of wall time while ``snapshots`` go by."""
-    first = app.position
+    first = app.feed.position
     began = time.monotonic()
-    await wait_until(pilot, lambda: app.position >= first + snapshots, f"{snapshots} snapshots played")
-    return (app.position - first) / (time.monotonic() - began)
+    await wait_until(pilot, lambda: app.feed.position >= first + snapshots, f"{snapshots} snapshots played")
+    return (app.feed.position - first) / (time.monotonic() - began)
 
 
 async def test_brackets_change_the_speed_and_playback_follows(make_replay: MakeReplay, job: Job) -> None:
@@ -150,17 +151,17 @@ async def test_brackets_change_the_speed_and_playback_follows(make_replay: MakeR
         await pilot.press("space")
         slow = await playback_rate(pilot, app, 2)  # 2 s between snapshots at ×4: 2 per second
         await pilot.press("right_square_bracket", "right_square_bracket")
-        assert app.speed == 16.0 and "×16" in bar_text(app)
+        assert app.feed.speed == 16.0 and "×16" in bar_text(app)
         fast = await playback_rate(pilot, app, 8)  # 8 per second
         assert fast > 2.5 * slow
         await pilot.press("space", "right_square_bracket", "right_square_bracket")
-        assert app.speed == 64.0  # the top step
+        assert app.feed.speed == 64.0  # the top step
         await pilot.press("left_square_bracket")
-        assert app.speed == 16.0
+        assert app.feed.speed == 16.0
         await pilot.press(*["less_than_sign"] * 7)
-        assert app.speed == 0.25 and "×0.25" in bar_text(app)
+        assert app.feed.speed == 0.25 and "×0.25" in bar_text(app)
         await pilot.press("greater_than_sign")
-        assert app.speed == 0.5
+        assert app.feed.speed == 0.5
 
 
 async def test_steps_pause_and_stop_at_the_ends(make_replay: MakeReplay, job: Job) -> None:
@@ -170,15 +171,15 @@ async def test_steps_pause_and_stop_at_the_ends(make_replay: MakeReplay, job: Jo
         await pilot.pause()
         assert not app.paused
         await pilot.press("full_stop")
-        assert app.paused and app.position == 1
+        assert app.paused and app.feed.position == 1
         await pilot.press("comma", "comma", "comma")
-        assert app.position == 0
+        assert app.feed.position == 0
         await pilot.press("ctrl+end")
-        assert app.position == len(snaps) - 1
+        assert app.feed.position == len(snaps) - 1
         await pilot.press("full_stop")
-        assert app.position == len(snaps) - 1
+        assert app.feed.position == len(snaps) - 1
         await pilot.press("ctrl+home")
-        assert app.position == 0
+        assert app.feed.position == 0
 
 
 async def test_braces_jump_a_minute_and_zero_and_dollar_go_to_the_ends(make_replay: MakeReplay, job: Job) -> None:
@@ -186,22 +187,22 @@ async def test_braces_jump_a_minute_and_zero_and_dollar_go_to_the_ends(make_repl
     app = make_replay(path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("right_curly_bracket")
-        assert app.position == 30  # 2 s apart
+        assert app.feed.position == 30  # 2 s apart
         assert "+1m00s / 2m58s" in bar_text(app)
         await pilot.press("shift+right")
-        assert app.position == 60
+        assert app.feed.position == 60
         await pilot.press("left_curly_bracket")
-        assert app.position == 30
+        assert app.feed.position == 30
         await pilot.press("shift+left", "shift+left")
-        assert app.position == 0
+        assert app.feed.position == 0
         await pilot.press("dollar_sign")
-        assert app.position == len(snaps) - 1
+        assert app.feed.position == len(snaps) - 1
         assert "+2m58s / 2m58s" in bar_text(app)
         await pilot.press("0")
-        assert app.position == 0
+        assert app.feed.position == 0
 
 
-async def jump(pilot, app: ReplayApp, text: str, typed: bool = False) -> JumpInput:  # type: ignore[no-untyped-def]
+async def jump(pilot, app: GputopApp, text: str, typed: bool = False) -> JumpInput:  # type: ignore[no-untyped-def]
     """``g``, then ``text`` (key by key when ``typed``) and Enter."""
     await pilot.press("g")
     field = app.screen.query_one(JumpInput)
@@ -223,27 +224,27 @@ async def test_g_jumps_to_a_clock_time_an_offset_or_a_time_from_the_start(make_r
         await pilot.pause()
         clock = time.strftime("%H:%M:%S", time.gmtime(snaps[40].time))
         field = await jump(pilot, app, clock, typed=True)
-        assert app.position == 40
+        assert app.feed.position == 40
         assert not field.display and not field.has_focus
         await jump(pilot, app, "+90s", typed=True)
-        assert snaps[app.position].time == snaps[40].time + 90
+        assert snaps[app.feed.position].time == snaps[40].time + 90
         await jump(pilot, app, "-2m")
-        assert snaps[app.position].time == snaps[40].time + 90 - 120
+        assert snaps[app.feed.position].time == snaps[40].time + 90 - 120
         await jump(pilot, app, "1m04s")
-        assert snaps[app.position].time == start + 64
+        assert snaps[app.feed.position].time == start + 64
         await jump(pilot, app, "+1h")  # past the end: stops there
-        assert app.position == len(snaps) - 1
+        assert app.feed.position == len(snaps) - 1
         await jump(pilot, app, "30")
-        assert snaps[app.position].time == start + 30
+        assert snaps[app.feed.position].time == start + 30
         await jump(pilot, app, time.strftime("%H:%M", time.gmtime(start)))  # the minute it starts in
-        assert app.position == 0
+        assert app.feed.position == 0
 
 
 async def test_a_bad_time_says_so_in_the_input_and_moves_nothing(make_replay: MakeReplay, job: Job) -> None:
     path, _ = job
     app = make_replay(path)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.go(10)
+        app.feed.go(10)
         await pilot.pause()
         for bad, says in (
             ("soon", "not a time: 'soon'"),
@@ -252,13 +253,13 @@ async def test_a_bad_time_says_so_in_the_input_and_moves_nothing(make_replay: Ma
             ("1h", "past the end"),
         ):
             field = await jump(pilot, app, bad)
-            assert app.position == 10
+            assert app.feed.position == 10
             assert field.display and field.has_class("-error")
             assert says in field.placeholder and "\n" not in field.placeholder
             await pilot.press("escape")
             assert not field.display
         await jump(pilot, app, "+4s")
-        assert app.position == 12
+        assert app.feed.position == 12
         await pilot.press("slash")  # the process filter is drawn over the footer too
         assert app.screen.get_widget_at(2, app.screen.size.height - 1)[0].id == "filter"
 
@@ -271,10 +272,10 @@ async def test_a_click_on_the_strip_jumps_there(make_replay: MakeReplay, job: Jo
         bar = app.screen.query_one(TimelineBar)
         width = bar.content_size.width
         await pilot.click(TimelineBar, offset=(1 + width // 2, 1))  # past the padding, on the strip's row
-        assert abs(app.position - len(snaps) // 2) <= 1
+        assert abs(app.feed.position - len(snaps) // 2) <= 1
         assert bar.render_line(1).text[width // 2] == "┃"
         await pilot.click(TimelineBar, offset=(1, 1))
-        assert app.position == 0
+        assert app.feed.position == 0
 
 
 async def test_the_findings_on_screen_are_the_advisors_at_that_snapshot(make_replay: MakeReplay, job: Job) -> None:
@@ -288,11 +289,11 @@ async def test_the_findings_on_screen_are_the_advisors_at_that_snapshot(make_rep
         await findings_ready(pilot, app)
         panel = app.screen.query_one(AdvicePanel)
         for i in (0, first - 1, first, (first + last) // 2, last, last + 1, len(snaps) - 1):
-            app.go(i)
+            app.feed.go(i)
             await pilot.pause()
             assert app.advice == timeline.at(i)
             assert panel.display == bool(timeline.at(i))
-        app.go(first + 5)
+        app.feed.go(first + 5)
         await pilot.pause()
         assert "Advice · 3 findings" in str(panel.border_title)
         assert "num_workers=" in widget_text(panel)
@@ -304,20 +305,20 @@ async def test_the_findings_on_screen_are_the_advisors_at_that_snapshot(make_rep
 async def test_the_findings_panel_says_they_are_being_computed(make_replay: MakeReplay, job: Job, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import threading
 
-    from gputop.ui import replay
+    from gputop.ui.replay import findings
 
     release = threading.Event()
-    real_advise = replay.advise
+    real_advise = findings.advise
 
     def slow_advise(snapshots, pid, config):  # type: ignore[no-untyped-def]
         release.wait(10)
         return real_advise(snapshots, pid, config)
 
-    monkeypatch.setattr(replay, "advise", slow_advise)
+    monkeypatch.setattr(findings, "advise", slow_advise)
     path, _ = job
     app = make_replay(path)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.go(40)
+        app.feed.go(40)
         await pilot.pause(0.3)
         panel = app.screen.query_one(AdvicePanel)
         assert panel.display and "Computing the advisor's findings over the recording" in widget_text(panel)
@@ -361,17 +362,17 @@ async def test_the_other_screens_show_the_recorded_snapshot_and_follow_the_keys(
         assert isinstance(app.screen, TrainingScreen)
         await findings_ready(pilot, app)
         panel = app.screen.query_one(AdvicePanel)
-        expected = app.findings.at(app.position)  # type: ignore[union-attr]
-        assert app.position == 31 and len(expected) == 3
+        expected = app.feed.findings.at(app.feed.position)  # type: ignore[union-attr]
+        assert app.feed.position == 31 and len(expected) == 3
         assert sorted(a.id for a in panel.shown.advice) == sorted(a.id for a in expected) and panel.shown.full
 
 
 async def test_a_gap_in_the_recording_is_skipped_with_a_notice(
     make_replay: MakeReplay, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    from gputop.ui import replay
+    from gputop.ui.replay import player
 
-    monkeypatch.setattr(replay, "GAP_WAIT_S", 0.3)
+    monkeypatch.setattr(player, "GAP_WAIT_S", 0.3)
     before = [training_scenes.starved_job(scenes.T0 - 600 - 2 * n) for n in range(10, 0, -1)]
     after = [training_scenes.starved_job(scenes.T0 + 2 * n) for n in range(10)]
     path = record(tmp_path / "gap.gputop", [*before, *after])  # the recorder was stopped for ten minutes
@@ -379,9 +380,9 @@ async def test_a_gap_in_the_recording_is_skipped_with_a_notice(
     notices: list[str] = []
     monkeypatch.setattr(app, "notify", lambda message, **_: notices.append(message))
     async with app.run_test(size=(160, 48)) as pilot:
-        app.go(8)
+        app.feed.go(8)
         began = time.monotonic()
-        await wait_until(pilot, lambda: app.position == 10, "the snapshot after the gap")
+        await wait_until(pilot, lambda: app.feed.position == 10, "the snapshot after the gap")
         assert time.monotonic() - began < 4  # ×1 would take ten minutes
         assert notices == ["Skipped 10m02s without snapshots (the recorder was not running)."]
         strip = bar_text(app).splitlines()[1]
@@ -396,4 +397,4 @@ async def test_pid_chooses_the_focus_and_the_job_the_advisor_judges(make_replay:
     async with app.run_test(size=(160, 48)) as pilot:
         await findings_ready(pilot, app)
         assert app.focus_pid == training_scenes.JOB_PID + 1
-        assert app.advice == () and max(app.findings.marks) == -1  # type: ignore[union-attr]
+        assert app.advice == () and max(app.feed.findings.marks) == -1  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from gputop.ui.replay_time import (
+from gputop.ui.replay.time import (
     column_of,
     column_time,
     fmt_length,

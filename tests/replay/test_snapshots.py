@@ -12,7 +12,7 @@ import pytest
 
 from gputop.advisor.timeline import AdviceTimeline
 from gputop.model import Snapshot
-from gputop.ui import replay
+from gputop.ui.replay import findings
 from tests.replay.conftest import MakeReplay, findings_ready
 from tests.ui import training_scenes
 
@@ -35,7 +35,7 @@ def fixed_findings(snapshots: Iterable[Snapshot], pid: int | None = None, config
 def test_replay_of_a_starved_job(
     snap_compare, make_replay: MakeReplay, job: tuple[Path, list[Snapshot]], size: tuple[int, int], monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(replay, "advise", fixed_findings)
+    monkeypatch.setattr(findings, "advise", fixed_findings)
     path, snaps = job
     app = make_replay(path, start_time=snaps[SHOWN].time)
 

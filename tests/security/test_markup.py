@@ -57,15 +57,15 @@ async def test_the_border_shows_the_brackets_literally(
 async def test_a_remote_host_with_markup_in_its_name_and_its_gpus_names_stays_on_screen() -> None:
     from gputop.remote.hosts import HostSpec
     from gputop.remote.status import LIVE, HostEvent, HostStatus
-    from gputop.ui.hosts import HostsApp
-    from gputop.ui.widgets.host_section import HostSection
+    from gputop.ui.hosts.app import hosts_app
+    from gputop.ui.hosts.section import HostSection
     from tests.remote.host_scenes import ScriptedFleet
 
     name = "gpu[/x]box"
     snaps = [replace(s, gpus=tuple(replace(g, name=GPU_NAME) for g in s.gpus)) for s in scenes.history(hostile, 3)]
     events = [HostEvent(HostStatus(name, LIVE, since=scenes.T0, last_snapshot_at=s.time), s) for s in snaps]
     fleet = ScriptedFleet(specs=[HostSpec(name)], events=events, now=snaps[-1].time)
-    app = HostsApp(fleet, user="alice")  # type: ignore[arg-type]
+    app = hosts_app(fleet, user="alice")  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         section = app.screen.query_one(HostSection)

@@ -29,7 +29,10 @@ from gputop.model import Snapshot
 from gputop.remote.stream import SnapshotStream
 from gputop.store import Recorder, RecordingError, open_recording, snapshot_json
 from gputop.store import recording as recording_module
-from gputop.ui.replay import ReplayApp, ReplaySource
+from gputop.ui.app import GputopApp
+from gputop.ui.replay.app import replay_app
+from gputop.ui.replay.player import ReplayPlayer
+from gputop.ui.replay.source import ReplaySource
 from tests.replay.conftest import findings_ready
 from tests.security.conftest import LocalUser
 from tests.ui import scenes, training_scenes
@@ -347,7 +350,7 @@ async def test_a_replay_over_hostile_rows_stays_up_says_so_and_steps_over_them(t
     good = [snap for rowid, snap in enumerate(snaps, 1) if rowid not in (4, 6, 9, 11, 13, 15)]
     recording = open_recording(path)
     try:
-        app = ReplayApp(ReplaySource(recording), play=False, user=USER)
+        app = replay_app(ReplayPlayer(ReplaySource(recording), play=False), user=USER)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             assert "bad.gputop is damaged: skipped 2 snapshot rows that cannot be read" in banner(app)
@@ -369,7 +372,7 @@ async def test_a_replay_over_hostile_rows_stays_up_says_so_and_steps_over_them(t
         recording.close()
 
 
-def banner(app: ReplayApp) -> str:
+def banner(app: GputopApp) -> str:
     from gputop.ui.widgets.banner import Banner
 
     return " ".join(app.screen.query_one(Banner).messages)

@@ -30,11 +30,12 @@ from gputop.remote.status import FAILED, LIVE, HostEvent, HostStatus, coalesce
 from gputop.remote.stream import BURST_LINES, MAX_LINE_BYTES, LineReader, SnapshotStream
 from gputop.sanitize import printable
 from gputop.store import snapshot_from_json, snapshot_json
-from gputop.ui.gpu_text import Palette
-from gputop.ui.hosts import HostFeed, HostsApp
-from gputop.ui.hosts_text import section_lines, summary_layout, summary_line
+from gputop.ui.hosts.app import hosts_app
+from gputop.ui.hosts.feed import RemoteFeed
+from gputop.ui.hosts.section import HostSection
 from gputop.ui.inbox import Inbox
-from gputop.ui.widgets.host_section import HostSection
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.hosts import section_lines, summary_layout, summary_line
 from tests.conftest import wait_until
 from tests.ui import scenes
 
@@ -315,15 +316,15 @@ async def test_the_dashboard_takes_the_newest_event_of_each_host_not_every_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     taken = []
-    take = HostFeed.take
-    monkeypatch.setattr(HostFeed, "take", lambda feed, event: (taken.append(event), take(feed, event)))
+    take = RemoteFeed.take_event
+    monkeypatch.setattr(RemoteFeed, "take_event", lambda feed, event: (taken.append(event), take(feed, event)))
     hosts = BurstingHosts(["a", "b", "c"], 18000)
-    app = HostsApp(hosts, user="alice")  # type: ignore[arg-type]
+    app = hosts_app(hosts, user="alice")  # type: ignore[arg-type]
     with Cost() as cost:
         async with app.run_test(size=(160, 48)) as pilot:
             hosts.thread.join()
             await pilot.pause()
-            latest = [feed.latest.time if feed.latest else None for feed in app.feeds.values()]
+            latest = [feed.latest.time if feed.latest else None for feed in app.feed.feeds.values()]
     print(f"18,000 events from 3 hosts at once: {cost}; {len(taken)} taken by the UI thread")
     assert latest == [17997, 17998, 17999]
     assert len(taken) < 1000
@@ -389,8 +390,8 @@ async def test_a_flood_of_18000_snapshots_in_5_s_costs_the_dashboard_little(tmp_
     fleet = Fleet([HostSpec("flood")], 0.5, ssh)
     handed = Events()
     fleet.subscribe(handed)
-    app = HostsApp(fleet, interval_s=0.5, user="alice")
-    feed = app.feeds["flood"]
+    app = hosts_app(fleet, interval_s=0.5, user="alice")
+    feed = app.feed.feeds["flood"]
     with Cost() as cost:
         async with app.run_test(size=(160, 48)) as pilot:
             deadline = time.monotonic() + 60
@@ -454,8 +455,8 @@ async def test_the_section_of_a_host_sending_bad_lines_says_how_many(tmp_path: P
         time.sleep(60)
         """,
     )
-    app = HostsApp(Fleet([HostSpec("bad")], 0.5, ssh), interval_s=0.5, user="alice")
-    feed = app.feeds["bad"]
+    app = hosts_app(Fleet([HostSpec("bad")], 0.5, ssh), interval_s=0.5, user="alice")
+    feed = app.feed.feeds["bad"]
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 15
         while feed.status.bad_lines < 3 and time.monotonic() < deadline:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import psutil
 import pytest
 
+from gputop.advisor import Advisor
 from gputop.model import Snapshot
 from gputop.ui.app import GputopApp
+from gputop.ui.feed import LiveFeed
 from tests.ui.scenes import ScriptedSource
 
 USER = "alice"
@@ -33,8 +35,10 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def make_app() -> Callable[..., GputopApp]:
     """``make_app(snapshots, focus_pid=..., readonly=...)``: a dashboard run by ``alice`` over these snapshots."""
 
-    def make(snapshots: Iterable[Snapshot], **options: object) -> GputopApp:
-        return GputopApp(ScriptedSource(snapshots), user=USER, **options)  # type: ignore[arg-type]
+    def make(snapshots: Iterable[Snapshot], advisor: Advisor | None = None, **options: object) -> GputopApp:
+        focus_pid = options.get("focus_pid")
+        feed = LiveFeed(ScriptedSource(snapshots), advisor or Advisor(focus_pid))
+        return GputopApp(feed, user=USER, **options)  # type: ignore[arg-type]
 
     return make
 

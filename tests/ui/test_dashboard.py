@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.ui.app import GputopApp, key_help
+from gputop.ui.app import GputopApp
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
@@ -47,7 +47,7 @@ async def test_q_quits(make_app: MakeApp) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
-    assert app.source.stopped  # type: ignore[attr-defined]
+    assert app.feed.source.stopped  # type: ignore[attr-defined]
 
 
 async def test_question_mark_lists_every_key_and_closes_again(make_app: MakeApp) -> None:
@@ -67,7 +67,7 @@ async def test_p_freezes_the_display_and_says_so(make_app: MakeApp) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("p")
-        app.source.push(scenes.training_node(scenes.T0))  # type: ignore[attr-defined]
+        app.feed.source.push(scenes.training_node(scenes.T0))  # type: ignore[attr-defined]
         await pilot.pause()
         status = app.screen.query_one(StatusBar)
         assert status.view.paused
@@ -87,8 +87,8 @@ async def test_plus_and_minus_change_the_interval_but_never_below_a_tenth(make_a
         for _ in range(8):
             await pilot.press("minus")
         assert app.interval_s == 0.1
-        assert app.source.intervals[0] == 2.0  # type: ignore[attr-defined]
-        assert app.source.intervals[-1] == 0.1  # type: ignore[attr-defined]
+        assert app.feed.source.intervals[0] == 2.0  # type: ignore[attr-defined]
+        assert app.feed.source.intervals[-1] == 0.1  # type: ignore[attr-defined]
         assert "every 0.1s" in app.screen.query_one(StatusBar).render_line(0).text
 
 
@@ -181,7 +181,7 @@ async def test_cursor_and_scroll_stay_put_while_rows_update(make_app: MakeApp) -
         scroll = table(app).scroll_y
         assert scroll > 0
         for t in range(9, -1, -1):
-            app.source.push(scenes.training_node(scenes.T0 - t))  # type: ignore[attr-defined]
+            app.feed.source.push(scenes.training_node(scenes.T0 - t))  # type: ignore[attr-defined]
             await pilot.pause()
             assert selected_pid(app) == before
             assert table(app).scroll_y == scroll
@@ -262,9 +262,9 @@ async def test_no_color_keeps_the_cursor_visible(make_app: MakeApp, monkeypatch:
         assert all(segment.style and segment.style.reverse for segment in cursor_row if segment.text.strip())
 
 
-def test_the_docs_list_every_key() -> None:
+def test_the_docs_list_every_key(make_app: MakeApp) -> None:
     docs = (Path(__file__).parents[2] / "docs" / "ui.md").read_text()
-    for keys, _ in key_help(readonly=False):
+    for keys, _ in make_app([]).key_help():
         assert f"`{keys}`" in docs or keys in docs, keys
 
 

@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
+from gputop.advisor import Advisor
 from gputop.cli import main
 from gputop.collect.sampler import Sampler, SnapshotMaker
 from gputop.ui.app import GputopApp
+from gputop.ui.feed import LiveFeed
 from gputop.ui.widgets.banner import Banner
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.gpu_panel import GpuPanel
@@ -24,7 +26,7 @@ MakeApp = Callable[..., GputopApp]
 
 def live_app(pid: int) -> GputopApp:
     sampler = Sampler(0.2, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
-    return GputopApp(sampler, interval_s=0.2, focus_pid=pid, user="alice")
+    return GputopApp(LiveFeed(sampler, Advisor(pid)), interval_s=0.2, focus_pid=pid, user="alice")
 
 
 async def wait_for(pilot, condition: Callable[[], bool], timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from gputop.model import Gpu, frozen_reasons
-from gputop.ui.gpu_text import Palette, Sparks, card_lines, compact_line, subtitle, throttles
+from gputop.ui.text.gpu import Palette, Sparks, card_lines, compact_line, subtitle, throttles
 from gputop.ui.widgets.gpu_panel import choose_layout
 from tests.ui import scenes
 

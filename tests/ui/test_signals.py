@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from gputop.model import COMPUTE, GpuProcess, HostProcess, Snapshot
-from gputop.ui.app import GputopApp, key_help
+from gputop.ui.app import GputopApp
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.signal_dialog import SignalDialog
 from gputop.ui.signals import ProcessHandle
@@ -112,7 +112,7 @@ async def test_readonly_offers_no_signal_at_all(make_app: MakeApp, spawn: Spawn)
         assert isinstance(app.screen, DashboardScreen)
         signal_keys = [b for b in app.screen.active_bindings.values() if b.binding.action == "signal"]
         assert not any(b.enabled for b in signal_keys)
-        assert "k" not in {keys for keys, _ in key_help(readonly=True)}
+        assert "k" not in {keys for keys, _ in app.key_help()}
         await pilot.press("enter", "k")
         await pilot.pause()
         assert not isinstance(app.screen, SignalDialog)

@@ -96,7 +96,7 @@ async def test_the_advisor_raises_findings_once_its_window_has_passed(make_app: 
         advice = app.screen.query_one(AdvicePanel)
         assert not advice.display, "no finding before a whole window"
         for snap in snapshots[5:]:
-            app.source.push(snap)  # type: ignore[attr-defined]
+            app.feed.source.push(snap)  # type: ignore[attr-defined]
         await pilot.pause()
         assert {"data-starved", "pin-memory-off"} <= {a.id for a in app.advice}
         assert advice.display
@@ -139,7 +139,7 @@ async def test_the_training_screen_says_when_its_process_is_gone(make_app: MakeA
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         await pilot.press("l")
-        app.source.push(replace(starved_job(), training=()))  # type: ignore[attr-defined]
+        app.feed.source.push(replace(starved_job(), training=()))  # type: ignore[attr-defined]
         await pilot.pause()
         assert not app.screen.query_one(TrainingPanel).display
         assert "no longer a training process" in str(app.screen.query_one("#training-gone", Static).render())

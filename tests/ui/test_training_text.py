@@ -18,13 +18,13 @@ from gputop.model import (
     Worker,
     frozen_reasons,
 )
-from gputop.ui.advice_text import brief_lines, evidence_value, full_lines
-from gputop.ui.gpu_text import Palette
-from gputop.ui.loader_text import loader_config_parts
-from gputop.ui.memory_text import cuda_lines
-from gputop.ui.text_parts import flow
+from gputop.ui.text.advice import brief_lines, evidence_value, full_lines
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.loader import loader_config_parts
+from gputop.ui.text.memory import cuda_lines
+from gputop.ui.text.parts import flow
+from gputop.ui.text.training import TrainingSparks, panel_lines, summary_lines
 from gputop.ui.training_target import training_target
-from gputop.ui.training_text import TrainingSparks, panel_lines, summary_lines
 from tests.ui import scenes
 from tests.ui.training_scenes import JOB_PID, OTHER_PID, STARVED_ADVICE, fed_job, starved_job, two_jobs
 

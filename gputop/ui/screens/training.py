@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputop.model import Advice, Snapshot, TrainingView, job_views
+from gputop.ui.text.training import gpu_totals
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
@@ -20,11 +21,6 @@ if TYPE_CHECKING:
 
 SIDE_BY_SIDE_MIN = 150
 """From this width the findings stand beside the panel instead of below it."""
-
-
-def gpu_totals(snap: Snapshot) -> tuple[tuple[int, int], ...]:
-    """``(GPU index, memory total)`` of every GPU whose total is known: the scale of the CUDA memory bar."""
-    return tuple((g.index, g.memory_total_bytes) for g in snap.gpus if g.memory_total_bytes)
 
 
 def job_advice(advice: tuple[Advice, ...], snap: Snapshot, view: TrainingView) -> tuple[Advice, ...]:

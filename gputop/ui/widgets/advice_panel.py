@@ -13,8 +13,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gputop.model import Advice
-from gputop.ui.advice_text import brief_lines, full_lines
-from gputop.ui.gpu_text import Palette
+from gputop.ui.text.advice import brief_lines, full_lines
+from gputop.ui.text.gpu import Palette
 from gputop.ui.widgets.drawing import TextLines
 from gputop.ui.widgets.titles import set_border_title
 

@@ -12,7 +12,8 @@ from textual.widget import Widget
 
 from gputop.model import GPU_OK, Gpu
 from gputop.output import NA
-from gputop.ui.gpu_text import (
+from gputop.ui.history import GpuHistory
+from gputop.ui.text.gpu import (
     Palette,
     Sparks,
     card_lines,
@@ -22,7 +23,6 @@ from gputop.ui.gpu_text import (
     state_label,
     subtitle,
 )
-from gputop.ui.history import GpuHistory
 from gputop.ui.widgets.drawing import CachedComponentStyles, text_strip
 from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 

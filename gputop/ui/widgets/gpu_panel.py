@@ -9,8 +9,8 @@ from textual.containers import Container
 from textual.css.scalar import Scalar
 
 from gputop.model import Gpu
-from gputop.ui.gpu_text import has_sm_activity
 from gputop.ui.history import History
+from gputop.ui.text.gpu import has_sm_activity
 from gputop.ui.widgets.gpu_card import GpuCard
 
 CARD_MIN_WIDTH = 72

@@ -13,8 +13,8 @@ from textual.widget import Widget
 
 from gputop.model import HostInfo
 from gputop.output import NA, fmt_bytes, fmt_percent
-from gputop.ui.bars import core_columns, meter
-from gputop.ui.process_cells import MEASURING_MARK
+from gputop.ui.text.bars import core_columns, meter
+from gputop.ui.text.process_cells import MEASURING_MARK
 from gputop.ui.widgets.drawing import TextLines
 
 

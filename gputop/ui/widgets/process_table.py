@@ -19,8 +19,8 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gputop.ui.process_cells import Cell, fit_parts, row_cells
 from gputop.ui.process_rows import COLUMNS, WIDE_TABLE_MIN, Column, ProcessRow
+from gputop.ui.text.process_cells import Cell, fit_parts, row_cells
 from gputop.ui.widgets.drawing import CachedComponentStyles
 
 CELL_PADDING = 1

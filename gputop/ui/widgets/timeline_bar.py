@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gputop.ui.replay_time import column_of, column_time, fmt_clock, fmt_length, fmt_offset, fmt_speed, strip_marks
+from gputop.ui.replay.time import column_of, column_time, fmt_clock, fmt_length, fmt_offset, fmt_speed, strip_marks
 from gputop.ui.widgets.drawing import TextLines
 
 MARK_CHARS = {None: " ", -1: "─", 0: "▂", 1: "▄", 2: "█"}

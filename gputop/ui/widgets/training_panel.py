@@ -11,9 +11,9 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gputop.model import TrainingView
-from gputop.ui.gpu_text import Palette
 from gputop.ui.history import ProcessHistory
-from gputop.ui.training_text import (
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.training import (
     TrainingSparks,
     column_width,
     panel_lines,
@@ -21,9 +21,9 @@ from gputop.ui.training_text import (
     summary_lines,
     title,
 )
+from gputop.ui.text.worker import WORKER_ROWS_INLINE
 from gputop.ui.widgets.drawing import TextLines
 from gputop.ui.widgets.titles import set_border_title
-from gputop.ui.worker_text import WORKER_ROWS_INLINE
 
 SIDES = 4
 """Cells the panel takes around its text: a border and a padding cell on each side (the summary keeps the same

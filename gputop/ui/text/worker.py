@@ -6,10 +6,10 @@ from rich.text import Text
 
 from gputop.model import MEASURING, TrainingView, Worker
 from gputop.output import NA, fmt_bytes, fmt_duration, fmt_percent
-from gputop.ui.bars import meter
-from gputop.ui.gpu_text import Palette
-from gputop.ui.process_cells import MEASURING_MARK
-from gputop.ui.text_parts import LABEL_CELLS, flow, label
+from gputop.ui.text.bars import meter
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.parts import LABEL_CELLS, flow, label
+from gputop.ui.text.process_cells import MEASURING_MARK
 
 WORKER_ROWS_INLINE = 4
 """Worker rows in the dashboard's panel; the training screen shows them all."""

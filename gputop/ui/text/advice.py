@@ -14,7 +14,7 @@ from rich.text import Text
 
 from gputop.model import CRITICAL, WARNING, Advice
 from gputop.output import NA, fmt_bytes
-from gputop.ui.gpu_text import Palette
+from gputop.ui.text.gpu import Palette
 
 MARKS = {CRITICAL: "CRIT", WARNING: "WARN"}
 """Anything else is ``INFO``."""

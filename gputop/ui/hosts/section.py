@@ -18,9 +18,9 @@ from textual.widget import Widget
 
 from gputop.model import Snapshot
 from gputop.remote.status import LIVE, STALE, HostStatus
-from gputop.ui.gpu_text import Palette
 from gputop.ui.history import History
-from gputop.ui.hosts_text import PROCESS_ROWS, section_lines, summary_header, summary_layout, summary_line
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.hosts import PROCESS_ROWS, section_lines, summary_header, summary_layout, summary_line
 from gputop.ui.widgets.drawing import TextLines
 from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 

@@ -20,14 +20,15 @@ from textual.widgets import Footer, Input
 
 from gputop.model import Snapshot
 from gputop.remote.status import DOWN_STATES, LIVE, STALE
-from gputop.ui.hosts_text import PROCESS_ROWS, down_note, fmt_age
+from gputop.ui.hosts.section import HostChosen, HostSection, HostShown, HostSummary
 from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.text.hosts import PROCESS_ROWS, down_note, fmt_age
 from gputop.ui.widgets.banner import Banner, screen_messages
-from gputop.ui.widgets.host_section import HostChosen, HostSection, HostShown, HostSummary
 from gputop.ui.widgets.status_bar import StatusBar, StatusView
 
 if TYPE_CHECKING:
-    from gputop.ui.hosts import HostsApp
+    from gputop.ui.app import GputopApp
+    from gputop.ui.hosts.app import HostsView
 
 TALL_PROCESS_ROWS = 5
 TALL_MIN_HEIGHT = 60
@@ -59,35 +60,42 @@ class HostsScreen(Screen[None]):
 
     selected: var[int] = var(0)
 
+    def __init__(self, view: HostsView) -> None:
+        super().__init__()
+        self.view = view
+
     @property
-    def hosts_app(self) -> HostsApp:
+    def gputop(self) -> GputopApp:
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield HostSummary()
         with VerticalScroll(id="host-sections", can_focus=False):
-            for index, name in enumerate(self.hosts_app.feeds):
+            for index, name in enumerate(self.view.feeds):
                 yield HostSection(index, name)
         yield Footer()
 
     def on_mount(self) -> None:
-        app = self.hosts_app
-        self.watch(app, "hosts_generation", self._show)
-        self.watch(app, "paused", self._show)
+        self._show()
+        self._unlisten = self.view.listen(self._show)
+        self.watch(self.gputop, "paused", self._show)
         self.set_interval(TICK_S, self._tick)
 
+    def on_unmount(self) -> None:
+        self._unlisten()
+
     def _tick(self) -> None:
-        if not self.hosts_app.paused:
+        if not self.gputop.paused:
             self._show()
 
     def on_resize(self) -> None:
         self._show()
 
     def _show(self) -> None:
-        app = self.hosts_app
-        now = app.clock()
-        shown = app.hosts_shown()
+        app = self.gputop
+        now = self.view.clock()
+        shown = self.view.hosts_shown()
         rows = TALL_PROCESS_ROWS if self.size.height >= TALL_MIN_HEIGHT else PROCESS_ROWS
         self.query_one(HostSummary).show(shown, now, self.selected)
         for section, host in zip(self.query(HostSection), shown):
@@ -107,11 +115,11 @@ class HostsScreen(Screen[None]):
             self.query_one("#host-sections", VerticalScroll).scroll_to_widget(sections[selected], animate=False)
 
     def action_move(self, step: int) -> None:
-        count = len(self.hosts_app.feeds)
+        count = len(self.view.feeds)
         self.selected = max(0, min(count - 1, self.selected + step))
 
     def action_open(self) -> None:
-        self.hosts_app.open_host(list(self.hosts_app.feeds)[self.selected])
+        self.view.open_host(list(self.view.feeds)[self.selected])
 
     @on(HostChosen)
     def _chosen(self, event: HostChosen) -> None:
@@ -143,17 +151,17 @@ class HostDashboardScreen(DashboardScreen):
         ),
     ]
 
-    def __init__(self, host_name: str) -> None:
+    def __init__(self, view: HostsView, host_name: str) -> None:
         super().__init__()
+        self.view = view
         self.host_name = host_name
 
-    @property
-    def hosts_app(self) -> HostsApp:
-        return self.app  # type: ignore[return-value]
-
     def on_mount(self) -> None:
-        self.watch(self.hosts_app, "hosts_generation", self._show_host, init=False)
+        self._unlisten = self.view.listen(self._show_host)
         self.set_interval(TICK_S, self._show_host)
+
+    def on_unmount(self) -> None:
+        self._unlisten()
 
     def _show_snapshot(self, snap: Snapshot | None) -> None:
         super()._show_snapshot(snap)
@@ -161,9 +169,9 @@ class HostDashboardScreen(DashboardScreen):
 
     def _show_host(self) -> None:
         """Put the host's state first in the banner while it is not live."""
-        app = self.hosts_app
-        feed = app.feeds[self.host_name]
-        now = app.clock()
+        app = self.gputop
+        feed = self.view.feeds[self.host_name]
+        now = self.view.clock()
         state = feed.status.shown_state(now)
         note: tuple[str, ...] = ()
         last = feed.status.last_snapshot_at
@@ -174,7 +182,7 @@ class HostDashboardScreen(DashboardScreen):
             shown = f"; showing its last snapshot, {age} old" if age else ""
             note = (f"{self.host_name} is {state}: {down_note(feed.status, now)}{shown}",)
         snap = app.snapshot
-        extra = tuple(getattr(app, "notices", ()))  # the app's own banner lines, where it has any
+        extra = app.notices  # the app's own banner lines, where it has any
         messages = (*note, *extra, *(screen_messages(snap, None) if snap is not None else ()))
         banner = self.query_one(Banner)
         if banner.messages != messages:
@@ -186,4 +194,4 @@ class HostDashboardScreen(DashboardScreen):
         if field.has_class("-shown") or field.value:
             self.action_clear_filter()
         else:
-            self.hosts_app.close_host()
+            self.view.close_host()

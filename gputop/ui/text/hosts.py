@@ -16,9 +16,9 @@ from rich.text import Text
 from gputop.model import GPU_OK, GpuProcess, Snapshot
 from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
 from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
-from gputop.ui.bars import fit, meter
-from gputop.ui.gpu_text import HOT_C, Palette, compact_line, has_sm_activity
 from gputop.ui.history import History
+from gputop.ui.text.bars import fit, meter
+from gputop.ui.text.gpu import HOT_C, Palette, compact_line, has_sm_activity
 
 PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""

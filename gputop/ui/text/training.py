@@ -13,14 +13,14 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
-from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, TrainingView
+from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
 from gputop.output import NA, fmt_percent
-from gputop.ui.bars import meter
-from gputop.ui.gpu_text import Palette
-from gputop.ui.loader_text import loader_config_parts
-from gputop.ui.memory_text import compact_cuda, cuda_lines
-from gputop.ui.text_parts import LABEL_CELLS, flow, label, na, pin_words
-from gputop.ui.worker_text import WORKER_ROWS_INLINE, compact_workers, worker_lines
+from gputop.ui.text.bars import meter
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.loader import loader_config_parts
+from gputop.ui.text.memory import compact_cuda, cuda_lines
+from gputop.ui.text.parts import LABEL_CELLS, flow, label, na, pin_words
+from gputop.ui.text.worker import WORKER_ROWS_INLINE, compact_workers, worker_lines
 
 SPARK_MAX = 40
 STALL_S = 1.0
@@ -256,3 +256,8 @@ def _probe_parts(probe: ProbeReport, p: Palette) -> list[Text]:
     if probe.failures:
         parts.append(Text(f"{probe.failures} probe errors, last: {probe.last_failure or NA}", style=p.warn))
     return parts
+
+
+def gpu_totals(snap: Snapshot) -> tuple[tuple[int, int], ...]:
+    """``(GPU index, memory total)`` of every GPU whose total is known: the scale of the CUDA memory bar."""
+    return tuple((g.index, g.memory_total_bytes) for g in snap.gpus if g.memory_total_bytes)

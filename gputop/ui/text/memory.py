@@ -10,9 +10,9 @@ from rich.text import Text
 
 from gputop.model import CudaMemory, ProbeReport, TrainingView
 from gputop.output import fmt_bytes
-from gputop.ui.bars import TRACK
-from gputop.ui.gpu_text import Palette
-from gputop.ui.text_parts import flow, label, na
+from gputop.ui.text.bars import TRACK
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.parts import flow, label, na
 
 ALLOCATED = "█"
 RESERVED = "▓"

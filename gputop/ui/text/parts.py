@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gputop.model import PIN_OFF, PIN_ON
 from gputop.output import NA
-from gputop.ui.gpu_text import Palette
+from gputop.ui.text.gpu import Palette
 
 LABEL_CELLS = 12
 """The label column of the training panel: ``MAIN THREAD`` and a space."""

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from gputop.model import GPU_LOST_STATE, GPU_OK, Gpu
 from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
-from gputop.ui.bars import fit, meter
+from gputop.ui.text.bars import fit, meter
 
 THROTTLE_NAMES = {
     "sw_power_cap": "power cap",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from gputop.model import LOADER_CONFIG_FIELDS, LoaderConfig, LoaderView
-from gputop.ui.gpu_text import Palette
+from gputop.ui.text.gpu import Palette
 
 TORCH_DEFAULTS: dict[str, object] = {"drop_last": False, "timeout_s": 0.0, "pin_memory_device": ""}
 """Settings left out while they hold torch's default: they would only take room."""
