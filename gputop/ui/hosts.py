@@ -22,7 +22,7 @@ from textual.reactive import var
 
 from gputop.advisor import Advisor
 from gputop.model import Advice, Snapshot
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.options import HostsRequest
 from gputop.remote.status import HostEvent, HostStatus, coalesce
 from gputop.ui.app import GputopApp, key_help

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gputop.model import COMPUTE, GpuProcess, Snapshot
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import LIVE, UNREACHABLE, HostEvent, HostStatus
 from tests.ui import scenes
 

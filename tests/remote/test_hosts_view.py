@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rich.style import Style
 
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import CONNECTING, DROPPED, LIVE, HostEvent, HostStatus
 from gputop.ui.gpu_text import Palette
 from gputop.ui.hosts import HostsApp

@@ -55,7 +55,7 @@ async def test_the_border_shows_the_brackets_literally(
 
 
 async def test_a_remote_host_with_markup_in_its_name_and_its_gpus_names_stays_on_screen() -> None:
-    from gputop.remote.hosts import HostSpec
+    from gputop.remote.hostspec import HostSpec
     from gputop.remote.status import LIVE, HostEvent, HostStatus
     from gputop.ui.hosts import HostsApp
     from gputop.ui.widgets.host_section import HostSection

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from gputop.model import Snapshot
 from gputop.remote.fleet import Fleet
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.link import SshLink
 from gputop.remote.status import FAILED, LIVE, HostEvent, HostStatus, coalesce
 from gputop.remote.stream import BURST_LINES, MAX_LINE_BYTES, LineReader, SnapshotStream
