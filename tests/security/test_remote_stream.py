@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputop.codec import snapshot_from_json, snapshot_json
 from gputop.model import Snapshot
 from gputop.remote.fleet import Fleet
 from gputop.remote.hostspec import HostSpec
@@ -29,7 +30,6 @@ from gputop.remote.link import SshLink
 from gputop.remote.status import FAILED, LIVE, HostEvent, HostStatus, coalesce
 from gputop.remote.stream import BURST_LINES, MAX_LINE_BYTES, LineReader, SnapshotStream
 from gputop.sanitize import printable
-from gputop.store import snapshot_from_json, snapshot_json
 from gputop.ui.gpu_text import Palette
 from gputop.ui.hosts import HostFeed, HostsApp
 from gputop.ui.hosts_text import section_lines, summary_layout, summary_line

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputop.codec import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
 from gputop.model import Snapshot
 from gputop.sanitize import printable
-from gputop.store import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job

@@ -11,6 +11,7 @@ from types import MappingProxyType
 import pytest
 
 from gputop import __version__
+from gputop.codec import decode_snapshot, encode_snapshot
 from gputop.collect.sampler import SnapshotMaker
 from gputop.model import (
     DRIVER_OK,
@@ -38,7 +39,7 @@ from gputop.model import (
     Worker,
     frozen_reasons,
 )
-from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, decode_snapshot, encode_snapshot, open_recording
+from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
 from tests.machines import training_box
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
