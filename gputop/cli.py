@@ -245,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _once(as_json: bool, pid: int | None) -> int:
     from gputop.collect.sampler import SnapshotMaker
-    from gputop.output import render_text, snapshot_to_json
+    from gputop.document import snapshot_to_json
+    from gputop.table import render_text
 
     maker = SnapshotMaker(focus_pid=pid)
     try:
@@ -265,7 +266,7 @@ def _stream(interval_s: float, count: int | None, pid: int | None, full: bool = 
     import time
 
     from gputop.collect.sampler import SnapshotMaker
-    from gputop.output import snapshot_to_dict
+    from gputop.document import snapshot_to_dict
     from gputop.store import snapshot_json
 
     maker = SnapshotMaker(focus_pid=pid)

@@ -38,6 +38,16 @@ MAX_INT = 2**64 - 1
 _TIME_FIELDS = frozenset({"time", "start_time"})
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
+FORMAT = 2
+"""The codec's format, the top-level key ``format`` of a snapshot's JSON. Version 1 had no such key, and its
+process rows held their host process's fields flat beside the GPU ones; version 2 nests them in ``host``."""
+FORMAT_KEY = "format"
+V1_PROCESS_HOST_KEYS = ("visible", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status")
+"""A version-1 process row's keys that belong to its host process."""
+V1_NOT_RECORDED = "not recorded"
+"""The reason for a host value that a version-1 process row did not carry (its parent, its thread count) when the
+snapshot's own ``host_processes`` does not have it either."""
+
 
 def _to_plain(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -97,6 +107,8 @@ def _decoder(hint: object, epoch: bool = False, optional: bool = False) -> Decod
         return _flag(optional)
     if hint is str:
         return _optional_text if optional else _text
+    if origin is typing.Literal:
+        return _one_of(frozenset(typing.get_args(hint)), optional)
     raise TypeError(f"no decoder for {hint!r}")  # a model field of a new kind: teach the decoder about it
 
 
@@ -112,6 +124,19 @@ def _number(low: float, high: float, kind: type, optional: bool) -> Decoder:
         if value is None and optional:
             return None
         raise ValueError(f"expected {what}, not {_brief(value)}")
+
+    return decode
+
+
+def _one_of(allowed: frozenset[object], optional: bool) -> Decoder:
+    """One of a ``Literal``'s strings (a state, a kind): anything else is not a value the model can hold."""
+
+    def decode(value: object) -> object:
+        if type(value) is str and value in allowed:
+            return value
+        if value is None and optional:
+            return None
+        raise ValueError(f"expected one of {', '.join(sorted(map(str, allowed)))}, not {_brief(value)}")
 
     return decode
 
@@ -185,8 +210,66 @@ def _checked(kind: type, decode: Callable[[typing.Any], object], optional: bool)
 
 
 def snapshot_json(snap: Snapshot) -> bytes:
-    """The whole snapshot as compact JSON (UTF-8): every dataclass an object keyed by field name."""
-    return json.dumps(_to_plain(snap), separators=(",", ":"), ensure_ascii=False).encode()
+    """The whole snapshot as compact JSON (UTF-8): every dataclass an object keyed by field name, and the
+    codec's ``format``."""
+    return json.dumps({FORMAT_KEY: FORMAT, **_as_dict(snap)}, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _as_dict(snap: Snapshot) -> dict[str, object]:
+    plain = _to_plain(snap)
+    assert isinstance(plain, dict)
+    return plain
+
+
+def _upgraded(plain: object) -> object:
+    """A snapshot's JSON value in the current format, from any format this gputop reads. Only a well-formed
+    version 1 is reshaped; anything else is left for the strict decoder to refuse."""
+    if type(plain) is not dict:
+        return plain
+    version = plain.pop(FORMAT_KEY, 1)
+    if version == FORMAT and type(version) is int:
+        return plain
+    if version != 1 or type(version) is not int:
+        raise ValueError(f"snapshot format {_brief(version)}: this gputop reads formats 1 to {FORMAT}")
+    processes = plain.get("processes")
+    if type(processes) is list:
+        hosts = plain.get("host_processes")
+        known = (
+            {h["pid"]: h for h in hosts if type(h) is dict and type(h.get("pid")) is int} if type(hosts) is list else {}
+        )
+        plain["processes"] = [_v1_process(row, known) for row in processes]
+    return plain
+
+
+def _v1_process(row: object, hosts: Mapping[object, dict[str, object]]) -> object:
+    """A version-1 process row as version 2: its host fields, and their reasons, moved into ``host``. Its parent
+    and thread count, which the row never carried, come from the snapshot's ``host_processes`` when it has the
+    PID (the recorder took both from the same reading), else are unknown with ``V1_NOT_RECORDED``."""
+    if type(row) is not dict:
+        return row
+    reasons = row.get("unavailable", {})
+    if type(reasons) is not dict:
+        return row  # left for the decoder to refuse
+    pid = row.get("pid")
+    host: dict[str, object] = {"pid": pid}
+    host_reasons: dict[object, object] = {}
+    for key in V1_PROCESS_HOST_KEYS:
+        if key in row:
+            host[key] = row.pop(key)
+        if key in reasons:
+            host_reasons[key] = reasons.pop(key)
+    same = hosts.get(pid) if type(pid) is int else None
+    same_reasons = same.get("unavailable", {}) if same is not None else None
+    for key in ("ppid", "num_threads"):
+        said = reasons.pop(key, None)  # a version-1 row carried the host's reasons for these, not their values
+        if same is not None and key in same and type(same_reasons) is dict:
+            host[key] = same[key]
+            if key in same_reasons:
+                host_reasons[key] = same_reasons[key]
+        else:
+            host_reasons[key] = V1_NOT_RECORDED if said is None else said
+    host["unavailable"] = host_reasons
+    return {**row, "unavailable": reasons, "host": host}
 
 
 def encode_snapshot(snap: Snapshot, zdict: bytes = b"") -> bytes:
@@ -219,7 +302,7 @@ def snapshot_from_json(text: str | bytes) -> Snapshot:
         plain = json.loads(text)
     except RecursionError:  # json.loads recurses once per level of nesting; a snapshot has a few
         raise ValueError("nested too deeply: not a snapshot") from None
-    snap = _decoder(Snapshot)(plain)
+    snap = _decoder(Snapshot)(_upgraded(plain))
     if not isinstance(snap, Snapshot):
         raise ValueError("not a snapshot")
     return snap

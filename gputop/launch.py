@@ -310,7 +310,7 @@ def _tell(text: str) -> None:
 
 
 def _view_dict(view: TrainingView) -> dict[str, Any]:
-    from gputop.output import training_to_dict
+    from gputop.document import training_to_dict
 
     return training_to_dict(view)
 
@@ -456,7 +456,7 @@ class _Watcher:
 
 def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
     """One line on the job: its busiest view's loader, data wait, throughput, workers, pinning, main thread."""
-    from gputop.output import fmt_bytes, fmt_duration
+    from gputop.formatting import fmt_bytes, fmt_duration
 
     view = max(views, key=lambda v: (v.loader is not None, len(v.workers), -v.pid))
     parts = [f"PID {view.pid} up {fmt_duration(elapsed_s)}"]

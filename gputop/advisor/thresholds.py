@@ -6,6 +6,8 @@ mechanism it measures. docs/advisor.md explains each rule with these numbers.
 
 from __future__ import annotations
 
+from gputop.model import ThrottleReason
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -105,11 +107,11 @@ CPU_LOOP_GPU_BUSY_BELOW = 50.0
 
 # -- the GPU itself -----------------------------------------------------------------------------------------------
 
-HARDWARE_SLOWDOWN = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+HARDWARE_SLOWDOWN: tuple[ThrottleReason, ...] = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 """Clock-event reasons that mean the hardware protects itself: overheating or a power brake (NVML,
 nvmlClocksEventReasons)."""
-THERMAL_SLOWDOWN = ("sw_thermal_slowdown",)
-POWER_CAP = "sw_power_cap"
+THERMAL_SLOWDOWN: tuple[ThrottleReason, ...] = ("sw_thermal_slowdown",)
+POWER_CAP: ThrottleReason = "sw_power_cap"
 POWER_CAP_CLOCK_SHARE = 0.75
 """At the power cap a busy GPU trims its clocks, which is normal; below 75 % of the maximum SM clock it costs
 real speed (gputop)."""

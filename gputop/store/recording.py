@@ -32,12 +32,13 @@ from gputop.files import PRIVATE, create_new
 from gputop.model import Snapshot
 from gputop.sanitize import printable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The file format: 2 since process rows hold their host process (``gputop.codec.FORMAT``); a reader reads 1 and 2."""
 TABLES = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "snapshots": "CREATE TABLE snapshots (time REAL NOT NULL, data BLOB NOT NULL)",
 }
-"""The tables of format 1, as the recorder creates them: a reader finds these exact definitions in
+"""The tables of every format so far, as the recorder creates them: a reader finds these exact definitions in
 ``sqlite_master``, or the file is not one of gputop's."""
 FORMAT = "gputop-recording"
 ENCODING = "zlib+json"

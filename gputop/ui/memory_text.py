@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from rich.style import Style
 from rich.text import Text
 
+from gputop.formatting import fmt_bytes
 from gputop.model import CudaMemory, ProbeReport, TrainingView
-from gputop.output import fmt_bytes
 from gputop.ui.bars import TRACK
 from gputop.ui.gpu_text import Palette
 from gputop.ui.text_parts import flow, label, na

@@ -31,11 +31,12 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from gputop.advisor.timeline import AdviceTimeline, advise
 from gputop.advisor.window import AdvisorConfig
+from gputop.formatting import fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import Recording, RecordingError, open_recording
 from gputop.ui.app import GputopApp, key_help
 from gputop.ui.history import HISTORY_S, History
-from gputop.ui.replay_time import JUMP_FORMS, SPEEDS, fmt_length, fmt_speed, next_speed, resolve_time
+from gputop.ui.replay_time import JUMP_FORMS, SPEEDS, fmt_speed, next_speed, resolve_time
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.widgets.process_table import ProcessTable
