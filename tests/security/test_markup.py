@@ -25,7 +25,7 @@ def hostile(t: float = scenes.T0) -> Snapshot:
     gpus = tuple(replace(g, name=GPU_NAME) for g in snap.gpus)
     training = tuple(replace(v, name=PROCESS_NAME) for v in snap.training)
     hosts = tuple(replace(h, name=PROCESS_NAME) if h.pid == JOB_PID else h for h in snap.host_processes)
-    processes = tuple(replace(p, name=PROCESS_NAME) for p in snap.processes)
+    processes = tuple(replace(p, host=replace(p.host, name=PROCESS_NAME)) if p.host else p for p in snap.processes)
     return replace(snap, gpus=gpus, training=training, host_processes=hosts, processes=processes)
 
 

@@ -471,7 +471,10 @@ def test_escape_sequences_from_a_remote_host_reach_the_screen_as_text(tmp_path: 
     snap = replace(
         SMALL,
         host=replace(SMALL.host, hostname=hostile),
-        processes=tuple(replace(p, command="rm -rf /\x9b31m") for p in scenes.training_node().processes[:1]),
+        processes=tuple(
+            replace(p, host=replace(p.host, command="rm -rf /\x9b31m")) if p.host else p
+            for p in scenes.training_node().processes[:1]
+        ),
     )
     (tmp_path / "line").write_bytes(snapshot_json(snap) + b"\n")
     ssh = fake_ssh(
@@ -494,7 +497,7 @@ def test_escape_sequences_from_a_remote_host_reach_the_screen_as_text(tmp_path: 
         fleet.stop()
     [got] = events.snapshots()[:1]
     assert got.host.hostname == "gpu\\x1b]0;owned\\x07\\x1b[2J"
-    assert got.processes[0].command == "rm -rf /\\x9b31m"
+    assert got.processes[0].host is not None and got.processes[0].host.command == "rm -rf /\\x9b31m"
     reason = ended(events)[0].reason
     assert "\\x1b]0;owned\\x07\\x1b[31mred\\x1b[0m" in reason
     assert reason.isprintable()

@@ -125,7 +125,14 @@ def training_snapshot(t: float = 1_700_000_000.25) -> Snapshot:
                 fan_percent=None,
                 unavailable=frozen_reasons({"fan_percent": UNSUPPORTED}),
             ),
-            Gpu(index=1, uuid=None, name=None, state=GPU_LOST_STATE, reason="GPU is lost (fell off the bus): it needs a reset or a reboot", throttle_reasons=()),
+            Gpu(
+                index=1,
+                uuid=None,
+                name=None,
+                state=GPU_LOST_STATE,
+                reason="GPU is lost (fell off the bus): it needs a reset or a reboot",
+                throttle_reasons=(),
+            ),
         ),
         processes=(
             GpuProcess(
