@@ -6,7 +6,7 @@ mechanism it measures. docs/advisor.md explains each rule with these numbers.
 
 from __future__ import annotations
 
-from gputop.model import ThrottleReason
+from gputop.model import Severity, ThrottleReason
 
 GIB = 1024**3
 MIB = 1024**2
@@ -93,7 +93,7 @@ LEAK_MIN_RISE_CUDA_BYTES = 16 * MIB
 """Least rise of allocated memory over a window to call it a leak: below that, it is a cache warming up."""
 LEAK_MIN_RISE_HOST_BYTES = 32 * MIB
 """The same for the training process's RSS, which Python's and libc's allocators make noisier."""
-FULL_WITHIN_S = {"critical": 10 * 60, "warning": 60 * 60, "info": 6 * 60 * 60}
+FULL_WITHIN_S: dict[Severity, float] = {"critical": 10 * 60, "warning": 60 * 60, "info": 6 * 60 * 60}
 """A leak that would fill the remaining memory within 10 min is critical, 1 h a warning, 6 h worth a note."""
 WORKER_GROWTH_MIN_BYTES = 64 * MIB
 """Least rise of the workers' summed USS over a window to report it (gputop)."""

@@ -8,11 +8,11 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gputop.export.collector import SnapshotCollector
-from gputop.export.metrics import THROTTLE_REASONS
 from gputop.model import (
     DRIVER_OK,
     DRIVER_UNAVAILABLE,
     GPU_LOST_STATE,
+    THROTTLE_REASONS,
     UNSUPPORTED,
     DriverInfo,
     Gpu,

@@ -1,4 +1,4 @@
-"""One-shot output and formatting, from plain snapshot values."""
+"""The JSON document (schema 1) and the --once text table, from plain snapshot values."""
 
 from __future__ import annotations
 
@@ -153,3 +153,11 @@ def test_namespace_notice_counts_hidden_pids_once():
 
     assert namespace_notice([]) is None
     assert namespace_notice(hidden).startswith("1 GPU process not visible")
+
+
+def test_every_clock_event_bit_decodes_to_a_throttle_reason_of_the_model():
+    from gputop.collect.nvml import CLOCK_EVENT_REASONS
+    from gputop.model import THROTTLE_REASONS
+
+    assert tuple(name for _, name in CLOCK_EVENT_REASONS) == THROTTLE_REASONS
+    assert decode_clock_reasons(sum(bit for bit, _ in CLOCK_EVENT_REASONS)) == THROTTLE_REASONS
