@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from abuse_exporter import exporter_p99_ms  # noqa: E402
 
-from gputop.store import snapshot_json  # noqa: E402
+from gputop.codec import snapshot_json  # noqa: E402
 from tests.security.cli_abuse import has_traceback, invocations, run_invocation  # noqa: E402
 from tests.security.test_recordings import bombed, generated_zeroblob  # noqa: E402
 from tests.ui import scenes  # noqa: E402

@@ -74,13 +74,16 @@ def synthetic(t: float, rng: random.Random) -> Snapshot:
             gpu_memory_bytes=6 * GIB + n * 1024**2,
             sm_percent=float(rng.randint(40, 90)),
             memory_bandwidth_percent=float(rng.randint(10, 40)),
-            user="alice",
-            name="python",
-            command=f"python train.py --config big.yaml --local_rank {n}",
-            cpu_percent=round(rng.uniform(95, 105), 1),
-            rss_bytes=12 * GIB + rng.randrange(0, 1024) * 4096,
-            start_time=1_700_000_000.0 + n,
-            status="running",
+            host=HostProcess(
+                pid=pid,
+                user="alice",
+                name="python",
+                command=f"python train.py --config big.yaml --local_rank {n}",
+                cpu_percent=round(rng.uniform(95, 105), 1),
+                rss_bytes=12 * GIB + rng.randrange(0, 1024) * 4096,
+                start_time=1_700_000_000.0 + n,
+                status="running",
+            ),
         )
         for n, pid in enumerate(pids)
     )

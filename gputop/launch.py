@@ -195,7 +195,7 @@ class SignalForwarder:
 
 def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
     """One line on the job: its busiest view's loader, data wait, throughput, workers, pinning, main thread."""
-    from gputop.output import fmt_bytes, fmt_duration
+    from gputop.formatting import fmt_bytes, fmt_duration
 
     view = max(views, key=lambda v: (v.loader is not None, len(v.workers), -v.pid))
     parts = [f"PID {view.pid} up {fmt_duration(elapsed_s)}"]

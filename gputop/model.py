@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Final, Literal, get_args
 
 # Reasons a value is missing. Shown to users, so they are short and plain.
 UNSUPPORTED = "unsupported"
 NO_PERMISSION = "no permission"
-GPU_LOST = "gpu lost"
 NOT_IN_DRIVER = "not in this driver"
 PROCESS_EXITED = "process exited"
 NOT_VISIBLE = "not in this PID namespace"
@@ -25,16 +25,37 @@ ZOMBIE = "zombie"
 MEASURING = "measuring"
 INVALID = "invalid value from the driver"
 
-DRIVER_OK = "ok"
-DRIVER_UNAVAILABLE = "unavailable"
+# The states and kinds below are Literal types, so a misspelt one is a type error; the strings are what the JSON
+# documents, recordings and remote snapshots hold.
 
-GPU_OK = "ok"
-GPU_LOST_STATE = "lost"
-GPU_ERROR = "error"
+DriverStatus = Literal["ok", "unavailable"]
+DRIVER_OK: Final = "ok"
+DRIVER_UNAVAILABLE: Final = "unavailable"
 
-COMPUTE = "compute"
-GRAPHICS = "graphics"
-COMPUTE_GRAPHICS = "compute+graphics"
+GpuState = Literal["ok", "lost", "error"]
+"""``lost``: the GPU fell off the bus or needs a reset; ``error``: it could not be opened."""
+GPU_OK: Final = "ok"
+GPU_LOST_STATE: Final = "lost"
+GPU_ERROR: Final = "error"
+
+ProcessKind = Literal["compute", "graphics", "compute+graphics"]
+COMPUTE: Final = "compute"
+GRAPHICS: Final = "graphics"
+COMPUTE_GRAPHICS: Final = "compute+graphics"
+
+ThrottleReason = Literal[
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+]
+"""NVML's clock-event (throttle) reasons, as gputop names them."""
+THROTTLE_REASONS: tuple[ThrottleReason, ...] = get_args(ThrottleReason)
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -65,7 +86,7 @@ class HostInfo:
 class DriverInfo:
     """Whether NVML answered, and which driver, CUDA and NVML versions it reported."""
 
-    status: str
+    status: DriverStatus
     reason: str | None = None
     driver_version: str | None = None
     cuda_version: str | None = None
@@ -88,7 +109,7 @@ class Gpu:
     index: int
     uuid: str | None
     name: str | None
-    state: str = GPU_OK
+    state: GpuState = GPU_OK
     reason: str | None = None
     memory_total_bytes: int | None = None
     memory_used_bytes: int | None = None
@@ -108,7 +129,7 @@ class Gpu:
     clock_mem_max_mhz: int | None = None
     pcie_rx_bytes_per_s: int | None = None
     pcie_tx_bytes_per_s: int | None = None
-    throttle_reasons: tuple[str, ...] | None = None
+    throttle_reasons: tuple[ThrottleReason, ...] | None = None
     ecc_uncorrected_volatile: int | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
@@ -120,35 +141,12 @@ class Gpu:
 
 
 @dataclass(frozen=True, slots=True)
-class GpuProcess:
-    """A process that holds a context on one GPU, with its host-side view.
-
-    A process on two GPUs appears twice, once per GPU, as in nvidia-smi. Its parents, children and threads are
-    in the snapshot's ``host_processes``.
-    """
-
-    pid: int
-    gpu_index: int
-    kind: str
-    gpu_memory_bytes: int | None = None
-    sm_percent: float | None = None
-    memory_bandwidth_percent: float | None = None
-    visible: bool = True
-    user: str | None = None
-    name: str | None = None
-    command: str | None = None
-    cpu_percent: float | None = None
-    rss_bytes: int | None = None
-    start_time: float | None = None
-    status: str | None = None
-    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-
-
-@dataclass(frozen=True, slots=True)
 class HostProcess:
     """A host process that gputop watches: a GPU process, one of its ancestors or descendants, or the focus.
 
-    DataLoader workers are descendants of the training process named ``pt_data_worker``.
+    DataLoader workers are descendants of the training process named ``pt_data_worker``. A PID that this PID
+    namespace cannot see, or that gputop may not read, has ``visible`` false or its values ``None``, each with its
+    reason in ``unavailable``.
     """
 
     pid: int
@@ -163,6 +161,32 @@ class HostProcess:
     status: str | None = None
     num_threads: int | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process that holds a context on one GPU: what NVML says of it there, and its host process.
+
+    A process on two GPUs appears twice, once per GPU, as in nvidia-smi. ``unavailable`` holds the reasons for the
+    GPU-side values; the host side's are in ``host.unavailable``. ``host`` is the same ``HostProcess`` as in the
+    snapshot's ``host_processes``, where its parents, children and threads are too; it is ``None`` only in NVML's
+    own reading, before the sampler joins the host side.
+    """
+
+    pid: int
+    gpu_index: int
+    kind: ProcessKind
+    gpu_memory_bytes: int | None = None
+    sm_percent: float | None = None
+    memory_bandwidth_percent: float | None = None
+    host: HostProcess | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def visible(self) -> bool:
+        """Whether this PID namespace sees the process (NVML reports host PIDs); true while the host side is not
+        known."""
+        return self.host is None or self.host.visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,25 +220,30 @@ class Snapshot:
 
 # -- the training view ------------------------------------------------------------------------------------------
 
-ROLE_TRAINING = "training"
-ROLE_TORCHRUN_AGENT = "torchrun agent"
+Role = Literal["training", "torchrun agent"]
+ROLE_TRAINING: Final = "training"
+ROLE_TORCHRUN_AGENT: Final = "torchrun agent"
 
-PIN_ON = "on"
-PIN_OFF = "off"
-PIN_UNKNOWN = "unknown"
+PinState = Literal["on", "off", "unknown"]
+PIN_ON: Final = "on"
+PIN_OFF: Final = "off"
+PIN_UNKNOWN: Final = "unknown"
 
-MAIN_WAITING = "waiting"
-MAIN_RUNNING = "running"
-MAIN_MIXED = "mixed"
+PinSource = Literal["threads", "probe"]
+PIN_FROM_THREADS: Final = "threads"
+PIN_FROM_PROBE: Final = "probe"
 
-PROBE_OK = "ok"
-PROBE_NONE = "none"
-PROBE_STALE = "stale"
-PROBE_MALFORMED = "malformed"
-PROBE_FOREIGN = "foreign owner"
+MainActivity = Literal["waiting", "running", "mixed"]
+MAIN_WAITING: Final = "waiting"
+MAIN_RUNNING: Final = "running"
+MAIN_MIXED: Final = "mixed"
 
-NO_WORKERS = "no workers"
-IDLE = "idle"
+ProbeStatus = Literal["ok", "none", "stale", "malformed", "foreign owner"]
+PROBE_OK: Final = "ok"
+PROBE_NONE: Final = "none"
+PROBE_STALE: Final = "stale"
+PROBE_MALFORMED: Final = "malformed"
+PROBE_FOREIGN: Final = "foreign owner"
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +273,9 @@ class PinMemoryStatus:
     while a DataLoader with workers pins; ``source`` is ``threads`` for that, ``probe`` for the probe's report.
     """
 
-    state: str = PIN_UNKNOWN
+    state: PinState = PIN_UNKNOWN
     evidence: str = ""
-    source: str | None = None
+    source: PinSource | None = None
     thread_ids: tuple[int, ...] = ()
 
 
@@ -263,7 +292,7 @@ class MainThread:
     wait_channel: str | None = None
     cpu_percent: float | None = None
     busy_share: float | None = None
-    activity: str | None = None
+    activity: MainActivity | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
@@ -381,7 +410,7 @@ class ProbeReport:
     probe's own errors, which it swallows rather than raise into the training loop.
     """
 
-    status: str = PROBE_NONE
+    status: ProbeStatus = PROBE_NONE
     reason: str | None = None
     age_s: float | None = None
     rank: int | None = None
@@ -418,7 +447,7 @@ class TrainingView:
     """
 
     pid: int
-    role: str = ROLE_TRAINING
+    role: Role = ROLE_TRAINING
     name: str | None = None
     ranks: tuple[int, ...] = ()
     workers: tuple[Worker, ...] = ()
@@ -452,15 +481,34 @@ def job_views(views: Sequence[TrainingView], pid: int) -> tuple[TrainingView, ..
 
 # -- the advisor's findings -------------------------------------------------------------------------------------
 
-INFO = "info"
-WARNING = "warning"
-CRITICAL = "critical"
-SEVERITIES = (INFO, WARNING, CRITICAL)
+Severity = Literal["info", "warning", "critical"]
+INFO: Final = "info"
+WARNING: Final = "warning"
+CRITICAL: Final = "critical"
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 """From the least to the most urgent."""
 
-SOURCE_PROBE = "probe"
-SOURCE_EXTERNAL = "external"
-SOURCE_BOTH = "both"
+AdviceSource = Literal["probe", "external", "both"]
+SOURCE_PROBE: Final = "probe"
+SOURCE_EXTERNAL: Final = "external"
+SOURCE_BOTH: Final = "both"
+
+
+# -- the multi-host view ----------------------------------------------------------------------------------------
+
+HostState = Literal[
+    "connecting", "live", "stale", "dropped", "unreachable", "no gputop", "old gputop", "auth failed", "failed"
+]
+"""A remote host's connection (``gputop.remote.status`` moves it from one to the next)."""
+CONNECTING: Final = "connecting"
+LIVE: Final = "live"
+STALE: Final = "stale"
+DROPPED: Final = "dropped"
+UNREACHABLE: Final = "unreachable"
+NO_GPUTOP: Final = "no gputop"
+TOO_OLD: Final = "old gputop"
+AUTH_FAILED: Final = "auth failed"
+FAILED: Final = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,13 +525,13 @@ class Advice:
     """
 
     id: str
-    severity: str
+    severity: Severity
     title: str
     detail: str
     action: str
     pid: int
     since: float
-    source: str = SOURCE_EXTERNAL
+    source: AdviceSource = SOURCE_EXTERNAL
     evidence: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
     suggest: Mapping[str, float | int | str | bool] = field(default_factory=lambda: _EMPTY)
 

@@ -7,15 +7,14 @@ most urgent first, those still active before those that cleared.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
+from gputop.formatting import fmt_clock, fmt_span
 from gputop.model import Advice
-from gputop.output import fmt_span
 
 if TYPE_CHECKING:
     from gputop.store.recording import RecordingInfo
@@ -55,7 +54,7 @@ def render_advice(raised: Sequence[tuple[Advice, bool]]) -> str:
     lines = []
     for advice, active in raised:
         lines.extend(_headline(advice, active))
-        since = time.strftime("%H:%M:%S", time.localtime(advice.since))
+        since = fmt_clock(advice.since)
         tail = f"PID {advice.pid}, from {advice.source}, since {since}"
         if advice.suggest:
             tail = f"suggest {advice.suggest_text}; {tail}"
@@ -151,10 +150,6 @@ def recording_document(report: RecordingReport) -> dict[str, Any]:
     }
 
 
-def _clock(t: float, with_date: bool = False) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(t))
-
-
 def render_recording_report(report: RecordingReport) -> str:
     """``gputop report FILE`` as text: what was recorded, then each finding with when it held."""
     info, first, last = report.info, report.first, report.last
@@ -164,7 +159,7 @@ def render_recording_report(report: RecordingReport) -> str:
         lines.append(f"{info.path}: no snapshots{host}")
     else:
         lines.append(
-            f"{info.path}: {len(report.timeline)} snapshots{host}, {_clock(first, True)} to {_clock(last)} "
+            f"{info.path}: {len(report.timeline)} snapshots{host}, {fmt_clock(first, True)} to {fmt_clock(last)} "
             f"({fmt_span(last - first)})"
         )
     who = f"PID {report.pid} and the training processes below it" if report.pid else "every training process"
@@ -185,7 +180,7 @@ def render_recording_report(report: RecordingReport) -> str:
         held = finding.held_s(last or 0.0)
         share = f", {held / span_of:.0%} of the recording" if span_of else ""
         spans = ", ".join(
-            f"{_clock(s.start)}–{_clock(s.end) if s.end is not None else 'end'}" for s in finding.spans[:6]
+            f"{fmt_clock(s.start)}–{fmt_clock(s.end) if s.end is not None else 'end'}" for s in finding.spans[:6]
         )
         if len(finding.spans) > 6:
             spans += f" and {len(finding.spans) - 6} more"

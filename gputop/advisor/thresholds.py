@@ -6,6 +6,8 @@ mechanism it measures. docs/advisor.md explains each rule with these numbers.
 
 from __future__ import annotations
 
+from gputop.model import Severity, ThrottleReason
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -91,7 +93,7 @@ LEAK_MIN_RISE_CUDA_BYTES = 16 * MIB
 """Least rise of allocated memory over a window to call it a leak: below that, it is a cache warming up."""
 LEAK_MIN_RISE_HOST_BYTES = 32 * MIB
 """The same for the training process's RSS, which Python's and libc's allocators make noisier."""
-FULL_WITHIN_S = {"critical": 10 * 60, "warning": 60 * 60, "info": 6 * 60 * 60}
+FULL_WITHIN_S: dict[Severity, float] = {"critical": 10 * 60, "warning": 60 * 60, "info": 6 * 60 * 60}
 """A leak that would fill the remaining memory within 10 min is critical, 1 h a warning, 6 h worth a note."""
 WORKER_GROWTH_MIN_BYTES = 64 * MIB
 """Least rise of the workers' summed USS over a window to report it (gputop)."""
@@ -105,11 +107,11 @@ CPU_LOOP_GPU_BUSY_BELOW = 50.0
 
 # -- the GPU itself -----------------------------------------------------------------------------------------------
 
-HARDWARE_SLOWDOWN = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+HARDWARE_SLOWDOWN: tuple[ThrottleReason, ...] = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 """Clock-event reasons that mean the hardware protects itself: overheating or a power brake (NVML,
 nvmlClocksEventReasons)."""
-THERMAL_SLOWDOWN = ("sw_thermal_slowdown",)
-POWER_CAP = "sw_power_cap"
+THERMAL_SLOWDOWN: tuple[ThrottleReason, ...] = ("sw_thermal_slowdown",)
+POWER_CAP: ThrottleReason = "sw_power_cap"
 POWER_CAP_CLOCK_SHARE = 0.75
 """At the power cap a busy GPU trims its clocks, which is normal; below 75 % of the maximum SM clock it costs
 real speed (gputop)."""

@@ -17,7 +17,7 @@ from gputop import __version__
 from gputop.cli import demo, export, hosts, record, replay, report, run, stream, watch
 from gputop.cli.args import Parser, UsageError, check_pid_exists
 from gputop.cli.console import error
-from gputop.remote.hosts import HostsError
+from gputop.remote.hostspec import HostsError
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "stream": stream.main,

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 
 from gputop.cli.console import needs_textual
-from gputop.remote.hosts import HostsError
+from gputop.remote.hostspec import HostsError
 from gputop.remote.options import SSH_ENV, HostsRequest, hosts_request
 
 

@@ -23,10 +23,10 @@ from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.report import advice_document, render_advice, sample_every_s
 from gputop.cli.console import error, say, tell
 from gputop.collect.sampler import SnapshotMaker, every
+from gputop.document import training_to_dict
 from gputop.files import create_fresh, replace_file
 from gputop.launch import SignalForwarder, exit_code, foreground_terminal, probe_env, start, status_line, stop
 from gputop.model import Snapshot, TrainingView, job_views
-from gputop.output import training_to_dict
 from gputop.probe import channel
 from gputop.sanitize import printable
 from gputop.store.recording import Recorder, RecordingError

@@ -29,7 +29,7 @@ def stream(interval_s: float, count: int | None, pid: int | None, full: bool = F
     import json
 
     from gputop.collect.sampler import every
-    from gputop.output import snapshot_to_dict
+    from gputop.document import snapshot_to_dict
     from gputop.store import snapshot_json
 
     with contextlib.closing(every(interval_s, focus_pid=pid, count=count)) as snapshots:

@@ -29,7 +29,8 @@ def main(args: argparse.Namespace) -> int:
 def once(as_json: bool, pid: int | None) -> int:
     """Print one snapshot, its rates over a short window: a table (as wide as the terminal), or JSON."""
     from gputop.collect.sampler import SnapshotMaker
-    from gputop.output import render_text, snapshot_to_json
+    from gputop.document import snapshot_to_json
+    from gputop.table import render_text
 
     maker = SnapshotMaker(focus_pid=pid)
     try:

@@ -6,6 +6,7 @@ for the dashboard, the main thread for ``--once``. Subscribers receive finished,
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -13,37 +14,15 @@ from collections.abc import Callable, Generator
 from typing import Literal
 
 from gputop.collect.host import HostCollector
-from gputop.collect.nvml import NvmlCollector, NvmlProcess
+from gputop.collect.nvml import NvmlCollector
 from gputop.collect.training import TrainingCollector
-from gputop.model import GpuProcess, HostProcess, Snapshot, frozen_reasons
+from gputop.model import GpuProcess, Snapshot
 
 log = logging.getLogger(__name__)
 
 SLOW_INTERVAL_S = 2.0
 """Process lists, per-process utilization and PCIe throughput are read at most this often (NVML's PCIe
 counter alone blocks for about 20 ms per GPU)."""
-
-
-def merge_process(gpu_side: NvmlProcess, host: HostProcess) -> GpuProcess:
-    """One process row: NVML's view of it on one GPU plus the host's view of the PID."""
-    reasons = {**gpu_side.unavailable, **host.unavailable}
-    return GpuProcess(
-        pid=gpu_side.pid,
-        gpu_index=gpu_side.gpu_index,
-        kind=gpu_side.kind,
-        gpu_memory_bytes=gpu_side.gpu_memory_bytes,
-        sm_percent=gpu_side.sm_percent,
-        memory_bandwidth_percent=gpu_side.memory_bandwidth_percent,
-        visible=host.visible,
-        user=host.user,
-        name=host.name,
-        command=host.command,
-        cpu_percent=host.cpu_percent,
-        rss_bytes=host.rss_bytes,
-        start_time=host.start_time,
-        status=host.status,
-        unavailable=frozen_reasons(reasons),
-    )
 
 
 def namespace_notice(processes: list[GpuProcess]) -> str | None:
@@ -93,7 +72,7 @@ class SnapshotMaker:
         if slow:
             self._related = self.host.related(roots)
         hosts = self.host.processes(self._related | gpu_pids | self.training.new_pids())
-        processes = [merge_process(p, hosts[p.pid]) for p in gpu_processes]
+        processes = [dataclasses.replace(p, host=hosts[p.pid]) for p in gpu_processes]
         notices = list(self.nvml.notices)
         hidden = namespace_notice(processes)
         if hidden:

@@ -24,6 +24,8 @@ from gputop.model import (
     MAIN_RUNNING,
     MAIN_WAITING,
     MEASURING,
+    PIN_FROM_PROBE,
+    PIN_FROM_THREADS,
     PIN_OFF,
     PIN_ON,
     PIN_UNKNOWN,
@@ -35,8 +37,10 @@ from gputop.model import (
     Gpu,
     GpuProcess,
     HostProcess,
+    MainActivity,
     MainThread,
     PinMemoryStatus,
+    PinState,
     ProbeReport,
     TrainingView,
     Worker,
@@ -56,7 +60,7 @@ USS_REFRESH_S = 5.0
 """USS walks the worker's page tables (``smaps_rollup``): read it on first sight and then this seldom."""
 
 
-def activity_of(busy_share: float | None) -> str | None:
+def activity_of(busy_share: float | None) -> MainActivity | None:
     if busy_share is None:
         return None
     if busy_share < WAITING_BELOW:
@@ -75,16 +79,18 @@ def pin_status(pin_tids: Sequence[int], num_workers: int, pid: int, probe: Probe
     if pin_tids:
         tids = ", ".join(str(t) for t in pin_tids)
         return PinMemoryStatus(
-            PIN_ON, f"thread {PIN_THREAD_NAME} (TID {tids}) in PID {pid}", "threads", tuple(pin_tids)
+            PIN_ON, f"thread {PIN_THREAD_NAME} (TID {tids}) in PID {pid}", PIN_FROM_THREADS, tuple(pin_tids)
         )
     if num_workers:
         plural = "s" if num_workers != 1 else ""
         return PinMemoryStatus(
-            PIN_OFF, f"{num_workers} worker{plural} and no {PIN_THREAD_NAME} thread" + note, "threads"
+            PIN_OFF, f"{num_workers} worker{plural} and no {PIN_THREAD_NAME} thread" + note, PIN_FROM_THREADS
         )
     if loader is not None and loader.effective.pin_memory is not None:
-        state = PIN_ON if loader.effective.pin_memory else PIN_OFF
-        return PinMemoryStatus(state, f"probe: pin_memory={loader.effective.pin_memory} in effect" + note, "probe")
+        state: PinState = PIN_ON if loader.effective.pin_memory else PIN_OFF
+        return PinMemoryStatus(
+            state, f"probe: pin_memory={loader.effective.pin_memory} in effect" + note, PIN_FROM_PROBE
+        )
     return PinMemoryStatus(
         PIN_UNKNOWN, "no DataLoader workers: without them pinning runs in the main thread, unseen from outside"
     )

@@ -19,14 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-# The collector owns NVML's vocabulary of clock-event (throttle) reasons; every one is exported as 0 or 1.
-from gputop.collect.nvml import CLOCK_EVENT_REASONS
-from gputop.model import GPU_OK, Advice, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
+# Every clock-event (throttle) reason of the model is exported as 0 or 1.
+from gputop.model import GPU_OK, THROTTLE_REASONS, Advice, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
 
 GPU_LABELS = ("gpu", "uuid", "name")
 PROCESS_LABELS = ("gpu", "pid")
 ADVICE_LABELS = ("id", "severity", "pid")
-THROTTLE_REASONS = tuple(name for _, name in CLOCK_EVENT_REASONS)
 
 Number = float | int | None
 
@@ -92,7 +90,11 @@ PROCESS_GAUGES: tuple[tuple[str, str, Callable[[GpuProcess], Number]], ...] = (
         "Share of the GPU's memory read/write time this process used over the last sample period.",
         lambda p: ratio(p.memory_bandwidth_percent),
     ),
-    ("gputop_process_start_time_seconds", "Start time of the process (Unix time).", lambda p: p.start_time),
+    (
+        "gputop_process_start_time_seconds",
+        "Start time of the process (Unix time).",
+        lambda p: None if p.host is None else p.host.start_time,
+    ),
 )
 
 

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.link import LocalLink, SshLink
 from gputop.remote.status import HostEvent
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from gputop.model import Snapshot
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import FAILED, HostEvent, HostTracker, Outcome, classify, stale_after
 from gputop.remote.stream import SnapshotStream
 

@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.remote.hosts import HostsError, HostSpec, host_list
+from gputop.remote.hostspec import HostsError, HostSpec, host_list
 
 SSH_ENV = "GPUTOP_SSH"
 """The ssh command to run, split as a shell would: ``GPUTOP_SSH="ssh -F ~/.ssh/lab_config"``."""

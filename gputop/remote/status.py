@@ -14,19 +14,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gputop.model import Snapshot
+from gputop.model import (
+    AUTH_FAILED,
+    CONNECTING,
+    DROPPED,
+    FAILED,
+    LIVE,
+    NO_GPUTOP,
+    STALE,
+    TOO_OLD,
+    UNREACHABLE,
+    HostState,
+    Snapshot,
+)
 from gputop.sanitize import printable
 
-CONNECTING = "connecting"
-LIVE = "live"
-STALE = "stale"
-DROPPED = "dropped"
-UNREACHABLE = "unreachable"
-NO_GPUTOP = "no gputop"
-TOO_OLD = "old gputop"
-AUTH_FAILED = "auth failed"
-FAILED = "failed"
-DOWN_STATES = frozenset({DROPPED, UNREACHABLE, NO_GPUTOP, TOO_OLD, AUTH_FAILED, FAILED})
+DOWN_STATES: frozenset[HostState] = frozenset({DROPPED, UNREACHABLE, NO_GPUTOP, TOO_OLD, AUTH_FAILED, FAILED})
 
 FIRST_RETRY_S = 1.0
 MAX_RETRY_S = 30.0
@@ -51,7 +54,7 @@ def stale_after(interval_s: float) -> float:
 class Outcome:
     """How a connection ended: the state it leaves the host in and why, in words for the screen."""
 
-    state: str
+    state: HostState
     reason: str
 
 
@@ -138,7 +141,7 @@ class HostStatus:
     """One host's connection at one moment; times are on the clock of the ``HostTracker`` that made it."""
 
     name: str
-    state: str = CONNECTING
+    state: HostState = CONNECTING
     reason: str = ""
     """Why the host is down; while connecting again, why the last attempt failed."""
     since: float = 0.0
@@ -153,7 +156,7 @@ class HostStatus:
     dropped_lines: int = 0
     """Lines never read because newer ones came faster than the interval asks for."""
 
-    def shown_state(self, now: float) -> str:
+    def shown_state(self, now: float) -> HostState:
         """``state``, or ``stale`` for a live host that has sent nothing for ``stale_after_s``."""
         if (
             self.state == LIVE

@@ -5,7 +5,7 @@
 at most ``DECODES_PER_INTERVAL`` per interval (in bursts of up to ``BURST_LINES``): a host that sends faster than
 it was asked to has its older lines dropped unread and counted, and its newest one read when the budget allows.
 A line that is not a snapshot (whatever the decoder raises on it) is counted and skipped. The decoder
-(``gputop.store.snapshot_from_json``) makes every text of a snapshot printable, so no escape sequence from another
+(``gputop.codec.snapshot_from_json``) makes every text of a snapshot printable, so no escape sequence from another
 machine reaches the terminal; the start of a bad line, kept to say what the host sent, is made printable here.
 """
 
@@ -90,7 +90,7 @@ class SnapshotStream:
         clock: Callable[[], float] = time.monotonic,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
-        from gputop.store import snapshot_from_json  # here: the command line does not need it to start
+        from gputop.codec import snapshot_from_json  # here: the command line does not need it to start
 
         self._decode = snapshot_from_json
         self._reader = LineReader(max_line_bytes)

@@ -5,16 +5,15 @@ a ``meta`` table of JSON values, and a ``snapshots`` table of ``(time REAL, data
 deflated (zlib) JSON of the whole snapshot, every dataclass an object keyed by field name, with the first
 snapshot's JSON (``meta.zdict``) as the preset dictionary.
 
-A recording may have been written by someone else, and a snapshot's JSON may come from another machine: reading
-checks the tables, bounds every row and every inflation (``MAX_SNAPSHOT_BYTES``), and the decoder checks the type
-and range of every value and makes every string printable ("Reading files from someone else" in the docs).
+A recording may have been written by someone else: reading checks the tables and bounds every row and every
+inflation (``MAX_SNAPSHOT_BYTES``), and the snapshot decoder (``gputop.codec``) checks the type and range of every
+value and makes every string printable ("Reading files from someone else" in the docs).
 Recordings are created private to their owner: they hold every GPU process's command line.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 import shutil
@@ -23,24 +22,23 @@ import sqlite3
 import tempfile
 import threading
 import time
-import types
-import typing
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from gputop import __version__
+from gputop.codec import MAX_SNAPSHOT_BYTES, MAX_TIME, compress, decode_snapshot, snapshot_json
 from gputop.files import PRIVATE, create_new
-from gputop.model import Snapshot, frozen_reasons
+from gputop.model import Snapshot
 from gputop.sanitize import printable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The file format: 2 since process rows hold their host process (``gputop.codec.FORMAT``); a reader reads 1 and 2."""
 TABLES = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "snapshots": "CREATE TABLE snapshots (time REAL NOT NULL, data BLOB NOT NULL)",
 }
-"""The tables of format 1, as the recorder creates them: a reader finds these exact definitions in
+"""The tables of every format so far, as the recorder creates them: a reader finds these exact definitions in
 ``sqlite_master``, or the file is not one of gputop's."""
 FORMAT = "gputop-recording"
 ENCODING = "zlib+json"
@@ -50,230 +48,6 @@ _CHUNK = 256
 
 class RecordingError(Exception):
     """A recording that cannot be written or read: the message is one line, fit to show to the user."""
-
-
-# -- encoding ---------------------------------------------------------------------------------------------------
-
-MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
-"""The most one snapshot may be, as JSON and as stored (deflated): 800 times a busy 8-GPU machine's 20 KB. Text
-and rows beyond it come from someone else and are refused before they are parsed, read or inflated."""
-MAX_JSON_TOKENS = 500_000
-"""The most commas, colons and opening brackets one snapshot's JSON may hold: a real snapshot has one every 10
-bytes or so (about 25 a process), so this is about 5 MB of one, 20,000 processes. Counted before parsing:
-``json.loads`` of 16 MiB of tiny values (``[{"a":1},...]``) would take hundreds of MiB; this many, under 50 MiB."""
-MAX_TIME = 1e10
-"""Times (``Snapshot.time``, process start times) are from 0 to this many seconds since the epoch (the year 2286):
-a time like 1e308 overflows the clock formatting of every view."""
-MAX_FLOAT = 1e15
-"""The largest magnitude of any other float: percentages, watts, seconds, rates."""
-MAX_INT = 2**64 - 1
-"""Integers are NVML's unsigned 64-bit counters at most (bytes, clocks, ECC errors)."""
-_TIME_FIELDS = frozenset({"time", "start_time"})
-_NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
-
-
-def _to_plain(value: object) -> object:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [_to_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _to_plain(v) for k, v in value.items()}
-    return value
-
-
-Decoder = Callable[[object], object]
-
-
-def _fields_of(cls: type) -> tuple[tuple[str, object], ...]:
-    """``(name, type hint)`` of every field of a model dataclass."""
-    hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
-
-
-def _brief(value: object) -> str:
-    """What a bad value was, in a few words: the value itself may be megabytes, or someone's escape sequences."""
-    if isinstance(value, (bool, int, float)) or value is None:
-        text = repr(value)
-        return text if len(text) <= 24 else f"a {len(text)}-digit number"
-    return f"a {type(value).__name__}"
-
-
-@functools.cache
-def _decoder(hint: object, epoch: bool = False, optional: bool = False) -> Decoder:
-    """A function from the JSON value of a field typed ``hint`` to the model's value, built once per type from the
-    type hints (walking the hints anew for every value costs twice as much). It raises ValueError for a value of
-    another type, a number out of range (``epoch``: a time in seconds since the epoch) or ``None`` where the hint
-    does not allow it; every string comes out ``printable``, since it may have been written by someone else.
-
-    Each decoder checks the value it expects first and ``None`` after: most values are there."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        [inner] = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _decoder(inner, epoch, True)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _dataclass_decoder(hint, optional)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            item = _decoder(args[0])
-            return _checked(list, lambda value: tuple(map(item, value)), optional)
-        items = tuple(_decoder(a) for a in args)
-        return _checked(list, lambda value: tuple(d(v) for d, v in zip(items, value, strict=True)), optional)
-    if origin is Mapping and typing.get_args(hint) == (str, str):
-        return _checked(dict, _reasons, optional)
-    if hint is float:
-        return _number(0.0 if epoch else -MAX_FLOAT, MAX_TIME if epoch else MAX_FLOAT, float, optional)
-    if hint is int:
-        return _number(-MAX_INT, MAX_INT, int, optional)
-    if hint is bool:
-        return _flag(optional)
-    if hint is str:
-        return _optional_text if optional else _text
-    raise TypeError(f"no decoder for {hint!r}")  # a model field of a new kind: teach the decoder about it
-
-
-def _number(low: float, high: float, kind: type, optional: bool) -> Decoder:
-    """A number from ``low`` to ``high``: an int, or for a float field an int or a float (JSON keeps ``61`` an int)."""
-    kinds = frozenset({int, kind})
-    what = f"{'a number' if kind is float else 'an integer'} from {low:g} to {high:g}"
-
-    def decode(value: object) -> object:
-        # type(), not isinstance: JSON's true is an int to Python. NaN fails both comparisons.
-        if type(value) in kinds and low <= value <= high:  # type: ignore[operator]
-            return value
-        if value is None and optional:
-            return None
-        raise ValueError(f"expected {what}, not {_brief(value)}")
-
-    return decode
-
-
-def _flag(optional: bool) -> Decoder:
-    def decode(value: object) -> object:
-        if type(value) is bool or (value is None and optional):
-            return value
-        raise ValueError(f"expected true or false, not {_brief(value)}")
-
-    return decode
-
-
-def _text(value: object) -> str:
-    if type(value) is str:
-        return value if value.isprintable() else printable(value)
-    raise ValueError(f"expected a string, not {_brief(value)}")
-
-
-def _optional_text(value: object) -> str | None:
-    if type(value) is str:
-        return value if value.isprintable() else printable(value)
-    if value is None:
-        return None
-    raise ValueError(f"expected a string, not {_brief(value)}")
-
-
-def _reasons(value: dict) -> Mapping[str, str]:
-    return frozen_reasons({_text(k): _text(v) for k, v in value.items()} if value else None)
-
-
-def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
-    # Fields are looked up at the first decode: a model class may refer to itself (a tree) through its hints. The
-    # tuple is built whole, then published, so a thread decoding at the same time never sees half of it.
-    fields: list[tuple[tuple[str, Decoder], ...]] = []
-
-    def decode(value: object) -> object:
-        if type(value) is not dict:
-            if value is None and optional:
-                return None
-            raise ValueError(f"expected an object for {cls.__name__}, not {_brief(value)}")
-        if not fields:
-            fields.append(tuple((name, _decoder(hint, name in _TIME_FIELDS)) for name, hint in _fields_of(cls)))
-        # Unknown keys (fields added by a later minor change) are ignored; missing ones take their defaults.
-        found: dict[str, object] = {}
-        try:
-            for name, field in fields[0]:
-                if name in value:
-                    found[name] = field(value[name])
-        except ValueError as exc:  # named on the way out, at no cost to the values that decode
-            raise ValueError(f"{cls.__name__}.{name}: {exc}") from None
-        try:
-            return cls(**found)
-        except TypeError as exc:  # a field without a default is missing
-            raise ValueError(f"{cls.__name__}: {exc}") from None
-
-    return decode
-
-
-def _checked(kind: type, decode: Callable[[typing.Any], object], optional: bool) -> Decoder:
-    what = "an object" if kind is dict else "a list"
-
-    def checked(value: object) -> object:
-        if type(value) is kind:
-            return decode(value)
-        if value is None and optional:
-            return None
-        raise ValueError(f"expected {what}, not {_brief(value)}")
-
-    return checked
-
-
-def snapshot_json(snap: Snapshot) -> bytes:
-    """The whole snapshot as compact JSON (UTF-8): every dataclass an object keyed by field name."""
-    return json.dumps(_to_plain(snap), separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def encode_snapshot(snap: Snapshot, zdict: bytes = b"") -> bytes:
-    """The compact, lossless encoding of a snapshot stored in ``snapshots.data``: its JSON, deflated with ``zdict``
-    as the preset dictionary (the recording's first snapshot, so field names and steady values cost little)."""
-    return _compress(snapshot_json(snap), zdict)
-
-
-def _compress(text: bytes, zdict: bytes) -> bytes:
-    packer = zlib.compressobj(6, zdict=zdict) if zdict else zlib.compressobj(6)
-    return packer.compress(text) + packer.flush()
-
-
-def snapshot_from_json(text: str | bytes) -> Snapshot:
-    """The snapshot whose ``snapshot_json`` is ``text``. Raises ``ValueError``, and nothing else, on anything else:
-    the text may come from another machine or another user. What it returns is well typed throughout: numbers in
-    range (``MAX_TIME``, ``MAX_FLOAT``, ``MAX_INT``), strings ``printable``."""
-    if isinstance(text, str):
-        if len(text) > MAX_SNAPSHOT_BYTES:
-            raise ValueError(f"over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
-        text = text.encode(errors="surrogatepass")  # a lone surrogate is then bad UTF-8 to json.loads
-    elif not isinstance(text, (bytes, bytearray)):
-        raise ValueError(f"expected JSON text, not {_brief(text)}")
-    if len(text) > MAX_SNAPSHOT_BYTES:
-        raise ValueError(f"over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
-    if len(text.translate(None, _NOT_TOKENS)) > MAX_JSON_TOKENS:  # one pass, the tokens kept
-        raise ValueError(f"over {MAX_JSON_TOKENS} JSON values: not a snapshot")
-    try:
-        plain = json.loads(text)
-    except RecursionError:  # json.loads recurses once per level of nesting; a snapshot has a few
-        raise ValueError("nested too deeply: not a snapshot") from None
-    snap = _decoder(Snapshot)(plain)
-    if not isinstance(snap, Snapshot):
-        raise ValueError("not a snapshot")
-    return snap
-
-
-def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
-    """The snapshot ``encode_snapshot`` encoded, equal to it with ``==``. Raises ``ValueError``, and nothing else,
-    on bad data, after inflating at most ``MAX_SNAPSHOT_BYTES`` of it (a zlib bomb inflates a thousandfold)."""
-    if not isinstance(data, bytes):
-        raise ValueError(f"expected deflated bytes, not {_brief(data)}")
-    if len(data) > MAX_SNAPSHOT_BYTES:
-        raise ValueError(f"over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
-    try:
-        unpacker = zlib.decompressobj(zdict=zdict) if zdict else zlib.decompressobj()
-        text = unpacker.decompress(data, MAX_SNAPSHOT_BYTES + 1)
-    except zlib.error as exc:
-        raise ValueError(str(exc)) from None
-    if len(text) > MAX_SNAPSHOT_BYTES:
-        raise ValueError(f"inflates to over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
-    if not unpacker.eof:
-        raise ValueError("truncated data")
-    return snapshot_from_json(text)
 
 
 # -- writing ----------------------------------------------------------------------------------------------------
@@ -342,7 +116,7 @@ class Recorder:
             if self._zdict is None:
                 self._zdict = text
                 self._pending_meta.append(("zdict", json.dumps(text.decode())))
-            self._pending.append((snap.time, _compress(text, self._zdict)))
+            self._pending.append((snap.time, compress(text, self._zdict)))
         self.tick()
 
     def tick(self) -> None:

@@ -152,21 +152,22 @@ def _elapsed(snap: Snapshot, start_time: float | None) -> float | None:
 
 
 def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
+    host = p.host or HostProcess(p.pid)
     return ProcessRow(
         key=row_key((p.gpu_index,), p.pid),
         pid=p.pid,
         gpus=(p.gpu_index,),
         kind=p.kind,
-        user=p.user,
-        name=p.name,
-        command=p.command,
+        user=host.user,
+        name=host.name,
+        command=host.command,
         gpu_memory_bytes=p.gpu_memory_bytes,
         sm_percent=p.sm_percent,
-        cpu_percent=p.cpu_percent,
-        rss_bytes=p.rss_bytes,
-        elapsed_s=_elapsed(snap, p.start_time),
-        start_time=p.start_time,
-        unavailable=p.unavailable,
+        cpu_percent=host.cpu_percent,
+        rss_bytes=host.rss_bytes,
+        elapsed_s=_elapsed(snap, host.start_time),
+        start_time=host.start_time,
+        unavailable=frozen_reasons({**p.unavailable, **host.unavailable}),
     )
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 
 from gputop.collect.procstat import CLOCK_TICKS, read_stat
+from gputop.formatting import fmt_clock
 
 SIGNALS: tuple[tuple[str, signal.Signals], ...] = (
     ("SIGINT", signal.SIGINT),
@@ -71,18 +71,15 @@ class ProcessHandle:
         if abs(started - self.start_time) <= START_TOLERANCE_S:
             return None
         return (
-            f"not sent: PID {self.pid} now belongs to another process (started {_clock(started)}, "
-            f"the one shown at {_clock(self.start_time)}): the one shown has exited and its PID was reused"
+            f"not sent: PID {self.pid} now belongs to another process "
+            f"(started {fmt_clock(started, hundredths=True)}, the one shown at "
+            f"{fmt_clock(self.start_time, hundredths=True)}): the one shown has exited and its PID was reused"
         )
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-
-
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at % 1 * 100):02d}"
 
 
 def boot_time() -> float:

@@ -8,16 +8,17 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gputop.export.collector import SnapshotCollector
-from gputop.export.metrics import THROTTLE_REASONS
 from gputop.model import (
     DRIVER_OK,
     DRIVER_UNAVAILABLE,
     GPU_LOST_STATE,
+    THROTTLE_REASONS,
     UNSUPPORTED,
     DriverInfo,
     Gpu,
     GpuProcess,
     HostInfo,
+    HostProcess,
     Snapshot,
 )
 from tests.export.scrape import names, parse, value
@@ -73,13 +74,16 @@ PROCESS = GpuProcess(
     gpu_memory_bytes=6 * GIB,
     sm_percent=50,
     memory_bandwidth_percent=20,
-    user="ada",
-    name="python",
-    command="python train.py --token=hunter2",
-    cpu_percent=98.0,
-    rss_bytes=3 * GIB,
-    start_time=1_700_000_000.0,
-    status="running",
+    host=HostProcess(
+        pid=4242,
+        user="ada",
+        name="python",
+        command="python train.py --token=hunter2",
+        cpu_percent=98.0,
+        rss_bytes=3 * GIB,
+        start_time=1_700_000_000.0,
+        status="running",
+    ),
 )
 NOW = 1_800_000_000.0
 

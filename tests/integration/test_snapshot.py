@@ -50,12 +50,13 @@ def test_gpu_process_rows_carry_the_real_host_columns(fake_driver, spawn, maker)
     row = snap.processes[0]
     real = psutil.Process(proc.pid)
     assert (row.pid, row.gpu_index, row.gpu_memory_bytes) == (proc.pid, 0, 6 * GIB)
-    assert row.user == getpass.getuser()
-    assert row.command == " ".join(real.cmdline())
-    assert row.start_time == real.create_time()
-    assert row.rss_bytes > 1024**2
-    assert row.cpu_percent is not None and 0 <= row.cpu_percent <= 100 * os.cpu_count()
+    assert row.host.user == getpass.getuser()
+    assert row.host.command == " ".join(real.cmdline())
+    assert row.host.start_time == real.create_time()
+    assert row.host.rss_bytes > 1024**2
+    assert row.host.cpu_percent is not None and 0 <= row.host.cpu_percent <= 100 * os.cpu_count()
     assert row.visible
+    assert row.host is snap.host_process(proc.pid)  # the same reading as the process tree's, not a copy
 
 
 def test_first_sight_of_a_process_has_no_cpu_percent_yet(fake_driver, spawn, maker):
@@ -66,9 +67,9 @@ def test_first_sight_of_a_process_has_no_cpu_percent_yet(fake_driver, spawn, mak
     first = m.snapshot()
     second = m.snapshot()
 
-    assert first.processes[0].cpu_percent is None
-    assert first.processes[0].unavailable["cpu_percent"] == MEASURING
-    assert second.processes[0].cpu_percent is not None
+    assert first.processes[0].host.cpu_percent is None
+    assert first.processes[0].host.unavailable["cpu_percent"] == MEASURING
+    assert second.processes[0].host.cpu_percent is not None
 
 
 def test_process_that_exits_between_the_nvml_and_host_reads_keeps_its_gpu_side(fake_driver, spawn, maker):
@@ -81,9 +82,10 @@ def test_process_that_exits_between_the_nvml_and_host_reads_keeps_its_gpu_side(f
 
     row = snap.processes[0]
     assert (row.pid, row.gpu_memory_bytes) == (proc.pid, 6 * GIB)
-    assert row.command is None and row.user is None
-    assert row.unavailable["command"] == PROCESS_EXITED
+    assert row.host.command is None and row.host.user is None
+    assert row.host.unavailable["command"] == PROCESS_EXITED
     assert row.visible
+    assert "command" not in row.unavailable  # the GPU row holds the GPU side's reasons only
     assert snap.notices == ()
 
 
@@ -95,7 +97,7 @@ def test_pids_hidden_by_a_pid_namespace_are_marked_with_the_remedy(fake_driver, 
 
     row = snap.processes[0]
     assert not row.visible
-    assert row.unavailable["command"] == NOT_VISIBLE
+    assert row.host.unavailable["command"] == NOT_VISIBLE
     assert any("--pid=host" in notice for notice in snap.notices)
 
 
@@ -137,7 +139,7 @@ def test_zombie_process_gives_a_partial_row(fake_driver, maker):
         zombie.wait()
 
     row = snap.processes[0]
-    assert row.status == psutil.STATUS_ZOMBIE
+    assert row.host.status == psutil.STATUS_ZOMBIE
     assert row.gpu_memory_bytes == 6 * GIB
 
 
@@ -208,4 +210,4 @@ def test_cpu_percent_of_a_busy_process_is_measured_between_ticks(fake_driver, sp
 
     row = m.snapshot().processes[0]
 
-    assert 60 <= row.cpu_percent <= 110
+    assert 60 <= row.host.cpu_percent <= 110

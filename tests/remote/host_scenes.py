@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from gputop.model import COMPUTE, GpuProcess, Snapshot
-from gputop.remote.hosts import HostSpec
+from gputop.model import COMPUTE, GpuProcess, HostProcess, Snapshot
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import LIVE, UNREACHABLE, HostEvent, HostStatus
 from tests.ui import scenes
 
@@ -55,14 +55,17 @@ def serving_node(t: float) -> Snapshot:
             int(70.8 * scenes.GIB),
             round(gpus[index].utilization_gpu_percent or 0) - 4,
             30.0,
-            True,
-            "svc-llm",
-            "python3",
-            f"python3 -m vllm.entrypoints.openai.api_server --model llama3-70b --port {8000 + index}",
-            104.0,
-            9 * scenes.GIB,
-            scenes.T0 - 6 * 86400,
-            "running",
+            host=HostProcess(
+                pid,
+                visible=True,
+                user="svc-llm",
+                name="python3",
+                command=f"python3 -m vllm.entrypoints.openai.api_server --model llama3-70b --port {8000 + index}",
+                cpu_percent=104.0,
+                rss_bytes=9 * scenes.GIB,
+                start_time=scenes.T0 - 6 * 86400,
+                status="running",
+            ),
         )
         for index, pid in enumerate(VLLM_PIDS)
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gputop.cli import main
-from gputop.store import snapshot_from_json
+from gputop.codec import snapshot_from_json
 from tests.conftest import FakeDriver
 from tests.fakenvml.state import FakeState
 from tests.machines import h100

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rich.style import Style
 
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import CONNECTING, DROPPED, LIVE, HostEvent, HostStatus
 from gputop.ui.app import GputopApp
 from gputop.ui.hosts.app import hosts_app
@@ -18,7 +18,6 @@ from gputop.ui.screens.signal_dialog import SignalDialog
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.hosts import (
     busiest,
-    fmt_age,
     fmt_power,
     host_totals,
     section_lines,
@@ -56,7 +55,6 @@ def test_totals_sum_up_a_hosts_gpus() -> None:
     assert totals.top == busiest(snap.processes, 1)[0]
     assert totals.top.sm_percent == max(p.sm_percent for p in snap.processes if p.sm_percent is not None)
     assert busiest(snap.processes, 20)[-1].sm_percent is None  # unknown last, never as a zero
-    assert (fmt_age(0.4), fmt_age(59), fmt_age(61), fmt_age(7200), fmt_age(200000)) == ("0s", "59s", "1m", "2h", "2d")
     assert (fmt_power(None), fmt_power(698.0), fmt_power(4567.0)) == ("N/A", "698W", "4.57kW")
 
 

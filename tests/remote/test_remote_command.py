@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from gputop.remote.fleet import Fleet
-from gputop.remote.hosts import HostSpec, parse_host
+from gputop.remote.hostspec import HostSpec, parse_host
 from gputop.remote.link import remote_command, ssh_argv
 from gputop.remote.status import LIVE, HostEvent
 from tests.conftest import wait_until

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gputop.remote.fleet import Fleet
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import AUTH_FAILED, LIVE, NO_GPUTOP, TOO_OLD, UNREACHABLE, HostEvent
 from tests.conftest import wait_until
 from tests.fakenvml.state import FakeState

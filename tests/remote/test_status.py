@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.link import ssh_argv, ssh_settings
 from gputop.remote.status import (
     AUTH_FAILED,

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from gputop.advisor.timeline import advise
+from gputop.formatting import fmt_bytes, fmt_percent
 from gputop.model import Snapshot
-from gputop.output import fmt_bytes, fmt_percent
 from gputop.ui.app import GputopApp
 from gputop.ui.history import HISTORY_S, History
 from gputop.ui.replay.jump import JumpInput

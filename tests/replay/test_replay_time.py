@@ -9,8 +9,6 @@ import pytest
 from gputop.ui.replay.time import (
     column_of,
     column_time,
-    fmt_length,
-    fmt_offset,
     fmt_speed,
     next_speed,
     parse_speed,
@@ -85,18 +83,6 @@ def test_speeds() -> None:
     assert next_speed(3, faster=True) == 4 and next_speed(3, faster=False) == 2  # from an odd --speed
     assert next_speed(100, faster=True) == 100 and next_speed(100, faster=False) == 64
     assert fmt_speed(4) == "×4" and fmt_speed(0.25) == "×0.25"
-
-
-def test_offsets_and_lengths() -> None:
-    assert [fmt_offset(s) for s in (0, 45, 60, 725, 3723, 90061)] == [
-        "0s",
-        "45s",
-        "1m00s",
-        "12m05s",
-        "1h02m03s",
-        "25h01m01s",
-    ]
-    assert [fmt_length(s) for s in (45, 725, 3600, 3599.6, 5430)] == ["45s", "12m05s", "1h00m", "1h00m", "1h30m"]
 
 
 def test_strip_columns_show_the_worst_finding_and_leave_gaps_blank() -> None:

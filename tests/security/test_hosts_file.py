@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.remote.hosts import (
+from gputop.remote.hostspec import (
     MAX_HOSTS,
     MAX_HOSTS_FILE_BYTES,
     MAX_LINE_CHARS,

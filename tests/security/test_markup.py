@@ -25,7 +25,7 @@ def hostile(t: float = scenes.T0) -> Snapshot:
     gpus = tuple(replace(g, name=GPU_NAME) for g in snap.gpus)
     training = tuple(replace(v, name=PROCESS_NAME) for v in snap.training)
     hosts = tuple(replace(h, name=PROCESS_NAME) if h.pid == JOB_PID else h for h in snap.host_processes)
-    processes = tuple(replace(p, name=PROCESS_NAME) for p in snap.processes)
+    processes = tuple(replace(p, host=replace(p.host, name=PROCESS_NAME)) if p.host else p for p in snap.processes)
     return replace(snap, gpus=gpus, training=training, host_processes=hosts, processes=processes)
 
 
@@ -55,7 +55,7 @@ async def test_the_border_shows_the_brackets_literally(
 
 
 async def test_a_remote_host_with_markup_in_its_name_and_its_gpus_names_stays_on_screen() -> None:
-    from gputop.remote.hosts import HostSpec
+    from gputop.remote.hostspec import HostSpec
     from gputop.remote.status import LIVE, HostEvent, HostStatus
     from gputop.ui.hosts.app import hosts_app
     from gputop.ui.hosts.section import HostSection

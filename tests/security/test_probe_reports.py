@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from gputop.collect.probe_reader import MAX_REPORT_BYTES, read_report
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
+from gputop.document import snapshot_to_json
 from gputop.model import PROBE_FOREIGN, PROBE_MALFORMED, PROBE_NONE, PROBE_OK, PROBE_STALE, ProbeReport
-from gputop.output import snapshot_to_json
 from gputop.probe import channel
 from gputop.probe.probe import Probe
 from gputop.sanitize import printable

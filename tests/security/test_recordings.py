@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from gputop.codec import snapshot_json
 from gputop.model import Snapshot
 from gputop.remote.stream import SnapshotStream
-from gputop.store import Recorder, RecordingError, open_recording, snapshot_json
+from gputop.store import Recorder, RecordingError, open_recording
 from gputop.store import recording as recording_module
 from gputop.ui.app import GputopApp
 from gputop.ui.replay.app import replay_app

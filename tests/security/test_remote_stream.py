@@ -22,14 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputop.codec import snapshot_from_json, snapshot_json
 from gputop.model import Snapshot
 from gputop.remote.fleet import Fleet
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.link import SshLink
 from gputop.remote.status import FAILED, LIVE, HostEvent, HostStatus, coalesce
 from gputop.remote.stream import BURST_LINES, MAX_LINE_BYTES, LineReader, SnapshotStream
 from gputop.sanitize import printable
-from gputop.store import snapshot_from_json, snapshot_json
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.feed import RemoteFeed
 from gputop.ui.hosts.section import HostSection
@@ -472,7 +472,10 @@ def test_escape_sequences_from_a_remote_host_reach_the_screen_as_text(tmp_path: 
     snap = replace(
         SMALL,
         host=replace(SMALL.host, hostname=hostile),
-        processes=tuple(replace(p, command="rm -rf /\x9b31m") for p in scenes.training_node().processes[:1]),
+        processes=tuple(
+            replace(p, host=replace(p.host, command="rm -rf /\x9b31m")) if p.host else p
+            for p in scenes.training_node().processes[:1]
+        ),
     )
     (tmp_path / "line").write_bytes(snapshot_json(snap) + b"\n")
     ssh = fake_ssh(
@@ -495,7 +498,7 @@ def test_escape_sequences_from_a_remote_host_reach_the_screen_as_text(tmp_path: 
         fleet.stop()
     [got] = events.snapshots()[:1]
     assert got.host.hostname == "gpu\\x1b]0;owned\\x07\\x1b[2J"
-    assert got.processes[0].command == "rm -rf /\\x9b31m"
+    assert got.processes[0].host is not None and got.processes[0].host.command == "rm -rf /\\x9b31m"
     reason = ended(events)[0].reason
     assert "\\x1b]0;owned\\x07\\x1b[31mred\\x1b[0m" in reason
     assert reason.isprintable()

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gputop.codec import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
 from gputop.model import Snapshot
 from gputop.sanitize import printable
-from gputop.store import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -77,6 +77,8 @@ def check_well_typed(value: object, hint: object = Snapshot, where: str = "snaps
         for key, reason in value.items():
             assert type(key) is str and type(reason) is str, f"{where}: {key!r}: {reason!r}"
             assert printable(key) == key and printable(reason) == reason, f"{where}: {key!r}: {reason!r}"
+    elif origin is typing.Literal:
+        assert type(value) is str and value in typing.get_args(hint), f"{where}: {value!r} is not one of {hint!r}"
     elif hint is float:
         assert type(value) in (int, float), f"{where}: {value!r} is not a number"
         assert math.isfinite(value) and abs(value) <= MAX_FLOAT, f"{where}: {value!r}"
@@ -187,13 +189,14 @@ def test_control_characters_and_bidi_overrides_from_outside_are_made_visible() -
     tree = copy.deepcopy(PLAIN[0])
     tree["host"]["hostname"] = "node\x1b[31m"
     tree["driver"]["driver_version"] = "550\ud800"  # a lone surrogate, as JSON's "\ud800" escape
-    tree["processes"][0]["command"] = evil
+    tree["processes"][0]["host"]["command"] = evil
     tree["gpus"][0]["unavailable"] = {"fan\x07": "no\x1b[5mperm"}
     tree["notices"] = ["\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\"]
 
     for snap in (snapshot_from_json(json.dumps(tree)), decode_snapshot(zlib.compress(json.dumps(tree).encode()))):
-        assert snap.processes[0].command == printable(evil)
-        assert "\x1b" not in snap.processes[0].command and "\u202e" not in snap.processes[0].command
+        command = snap.processes[0].host.command if snap.processes[0].host else None
+        assert command == printable(evil)
+        assert "\x1b" not in command and "\u202e" not in command
         assert snap.host.hostname == "node\\x1b[31m"
         assert snap.driver.driver_version == "550\\ud800"
         assert dict(snap.gpus[0].unavailable) == {"fan\\x07": "no\\x1b[5mperm"}

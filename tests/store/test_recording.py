@@ -11,10 +11,10 @@ from types import MappingProxyType
 import pytest
 
 from gputop import __version__
+from gputop.codec import decode_snapshot, encode_snapshot
 from gputop.collect.sampler import SnapshotMaker
 from gputop.model import (
     DRIVER_OK,
-    GPU_LOST,
     GPU_LOST_STATE,
     MEASURING,
     NOT_VISIBLE,
@@ -38,7 +38,7 @@ from gputop.model import (
     Worker,
     frozen_reasons,
 )
-from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, decode_snapshot, encode_snapshot, open_recording
+from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
 from tests.machines import training_box
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -125,12 +125,29 @@ def training_snapshot(t: float = 1_700_000_000.25) -> Snapshot:
                 fan_percent=None,
                 unavailable=frozen_reasons({"fan_percent": UNSUPPORTED}),
             ),
-            Gpu(index=1, uuid=None, name=None, state=GPU_LOST_STATE, reason=GPU_LOST, throttle_reasons=()),
+            Gpu(
+                index=1,
+                uuid=None,
+                name=None,
+                state=GPU_LOST_STATE,
+                reason="GPU is lost (fell off the bus): it needs a reset or a reboot",
+                throttle_reasons=(),
+            ),
         ),
         processes=(
-            GpuProcess(pid=200, gpu_index=0, kind="compute", gpu_memory_bytes=6 * 1024**3, command="python t.py"),
             GpuProcess(
-                pid=999, gpu_index=0, kind="compute", visible=False, unavailable=frozen_reasons({"user": NOT_VISIBLE})
+                pid=200,
+                gpu_index=0,
+                kind="compute",
+                gpu_memory_bytes=6 * 1024**3,
+                host=HostProcess(pid=200, command="python t.py"),
+            ),
+            GpuProcess(
+                pid=999,
+                gpu_index=0,
+                kind="compute",
+                unavailable=frozen_reasons({"user": NOT_VISIBLE}),
+                host=HostProcess(pid=999, visible=False),
             ),
         ),
         host_processes=(HostProcess(pid=200, ppid=1, name="python", num_threads=12),),

@@ -186,7 +186,7 @@ def newer(tmp_path: Path) -> Path:
         (lambda tmp: tmp, "not a file: "),
         (lambda tmp: (tmp / "notes.txt", (tmp / "notes.txt").write_text("hello"))[0], "not a gputop recording: "),
         (lambda tmp: (tmp / "empty", (tmp / "empty").write_bytes(b""))[0], "not a gputop recording: "),
-        (newer, "was written by a newer gputop (recording format 99, this gputop reads up to 1): upgrade gputop"),
+        (newer, "was written by a newer gputop (recording format 99, this gputop reads up to 2): upgrade gputop"),
     ],
     ids=["missing", "directory", "text", "empty-file", "newer-format"],
 )

@@ -105,10 +105,6 @@ def gpu(index: int, t: float) -> Gpu:
     )
 
 
-def _proc(pid: int, gpu_index: int, t: float, memory: int, **host_side: object) -> GpuProcess:
-    return GpuProcess(pid=pid, gpu_index=gpu_index, gpu_memory_bytes=memory, **host_side)  # type: ignore[arg-type]
-
-
 def _rank_command(rank: int) -> str:
     return f"python -u train.py --config configs/llama3-8b.yaml --data /datasets/fineweb --rank {rank}"
 
@@ -129,14 +125,17 @@ def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
                 memory - GIB,
                 sm,
                 30.0,
-                True,
-                "alice",
-                "python",
-                _rank_command(rank),
-                98.0 + rank,
-                14 * GIB + rank * 1024**3 // 4,
-                STARTED,
-                "running",
+                host=HostProcess(
+                    pid,
+                    visible=True,
+                    user="alice",
+                    name="python",
+                    command=_rank_command(rank),
+                    cpu_percent=98.0 + rank,
+                    rss_bytes=14 * GIB + rank * 1024**3 // 4,
+                    start_time=STARTED,
+                    status="running",
+                ),
             )
         )
     out.append(
@@ -147,14 +146,17 @@ def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
             11 * GIB,
             4.0,
             1.0,
-            True,
-            "bob",
-            "python",
-            "python -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-1b2c.json",
-            2.0,
-            3 * GIB,
-            T0 - 2 * 86400 - 3600,
-            "sleeping",
+            host=HostProcess(
+                NOTEBOOK_PID,
+                visible=True,
+                user="bob",
+                name="python",
+                command="python -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-1b2c.json",
+                cpu_percent=2.0,
+                rss_bytes=3 * GIB,
+                start_time=T0 - 2 * 86400 - 3600,
+                status="sleeping",
+            ),
         )
     )
     out.append(
@@ -165,15 +167,18 @@ def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
             42 * 1024**2,
             None,
             None,
-            True,
-            "root",
-            "Xorg",
-            "/usr/lib/xorg/Xorg vt7 -displayfd 3",
-            0.0,
-            96 * 1024**2,
-            T0 - 9 * 86400,
-            "sleeping",
-            frozen_reasons({"sm_percent": "unsupported"}),
+            host=HostProcess(
+                XORG_PID,
+                visible=True,
+                user="root",
+                name="Xorg",
+                command="/usr/lib/xorg/Xorg vt7 -displayfd 3",
+                cpu_percent=0.0,
+                rss_bytes=96 * 1024**2,
+                start_time=T0 - 9 * 86400,
+                status="sleeping",
+            ),
+            unavailable=frozen_reasons({"sm_percent": "unsupported"}),
         )
     )
     for index in (6, 7):
@@ -185,14 +190,17 @@ def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
                 2 * GIB + index * 1024**2,
                 3.0,
                 1.0,
-                True,
-                "carol",
-                "python",
-                "python eval.py --ckpt /ckpt/step-12000 --tp 2",
-                35.0,
-                6 * GIB,
-                T0 - 1200,
-                "running",
+                host=HostProcess(
+                    EVAL_PID,
+                    visible=True,
+                    user="carol",
+                    name="python",
+                    command="python eval.py --ckpt /ckpt/step-12000 --tp 2",
+                    cpu_percent=35.0,
+                    rss_bytes=6 * GIB,
+                    start_time=T0 - 1200,
+                    status="running",
+                ),
             )
         )
     return tuple(p for p in out if p.gpu_index in shown)
@@ -203,19 +211,7 @@ def host_processes(processes: Iterable[GpuProcess], extra: Iterable[HostProcess]
     hosts: dict[int, HostProcess] = {}
     for p in processes:
         ppid = TORCHRUN_PID if p.pid in RANK_PIDS else 1
-        hosts[p.pid] = HostProcess(
-            p.pid,
-            ppid,
-            True,
-            p.user,
-            p.name,
-            p.command,
-            p.cpu_percent,
-            p.rss_bytes,
-            p.start_time,
-            p.status,
-            40 if p.pid in RANK_PIDS else 6,
-        )
+        hosts[p.pid] = replace(p.host or HostProcess(p.pid), ppid=ppid, num_threads=40 if p.pid in RANK_PIDS else 6)
     if any(pid in hosts for pid in RANK_PIDS):
         hosts[TORCHRUN_PID] = HostProcess(
             TORCHRUN_PID,

@@ -28,7 +28,24 @@ def with_victim(pid: int) -> Snapshot:
     snap = scenes.training_node()
     command = "python -c import time; time.sleep(300)"
     started = psutil.Process(pid).create_time()
-    victim = GpuProcess(pid, 1, COMPUTE, 1 << 30, 0.0, 0.0, True, "alice", "python", command, 0.0, 1 << 20, started)
+    victim = GpuProcess(
+        pid,
+        1,
+        COMPUTE,
+        1 << 30,
+        0.0,
+        0.0,
+        host=HostProcess(
+            pid,
+            visible=True,
+            user="alice",
+            name="python",
+            command=command,
+            cpu_percent=0.0,
+            rss_bytes=1 << 20,
+            start_time=started,
+        ),
+    )
     host = HostProcess(pid, os.getpid(), True, "alice", "python", command, 0.0, 1 << 20, started)
     return replace(snap, processes=(*snap.processes, victim), host_processes=(*snap.host_processes, host))
 

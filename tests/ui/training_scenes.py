@@ -133,13 +133,16 @@ def _job(t: float, busy: float, view: TrainingView, gpu_memory: int) -> Snapshot
         kind=COMPUTE,
         gpu_memory_bytes=gpu_memory,
         sm_percent=round(busy * 0.8),
-        user="alice",
-        name="python",
-        command=COMMAND,
-        cpu_percent=24.0,
-        rss_bytes=7 * GIB,
-        start_time=STARTED,
-        status="sleeping",
+        host=HostProcess(
+            pid=view.pid,
+            user="alice",
+            name="python",
+            command=COMMAND,
+            cpu_percent=24.0,
+            rss_bytes=7 * GIB,
+            start_time=STARTED,
+            status="sleeping",
+        ),
     )
     hosts = [HostProcess(view.pid, 3001, True, "alice", "python", COMMAND, 24.0, 7 * GIB, STARTED, "sleeping", 38)]
     for w in view.workers:

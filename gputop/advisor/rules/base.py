@@ -7,18 +7,18 @@ from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase
-from gputop.model import CRITICAL, INFO, WARNING, CudaMemory, Gpu
+from gputop.model import CRITICAL, INFO, WARNING, AdviceSource, CudaMemory, Gpu, Severity
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """What a rule says while its condition holds; the engine turns it into an ``Advice``."""
 
-    severity: str
+    severity: Severity
     title: str
     detail: str
     action: str
-    source: str
+    source: AdviceSource
     evidence: Mapping[str, object] = field(default_factory=dict)
     suggest: Mapping[str, float | int | str | bool] = field(default_factory=dict)
 
@@ -54,7 +54,7 @@ def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
     return recent if recent.covers(config.window_s) else None
 
 
-def wait_severity(wait: float) -> str:
+def wait_severity(wait: float) -> Severity:
     if wait >= th.DATA_WAIT_CRITICAL:
         return CRITICAL
     return WARNING if wait >= th.DATA_WAIT_WARNING else INFO

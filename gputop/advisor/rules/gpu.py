@@ -7,8 +7,8 @@ from collections.abc import Callable
 from gputop.advisor import thresholds as th
 from gputop.advisor.rules.base import Finding, pct, recent_window
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, main_thread_busy
-from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
-from gputop.output import fmt_bytes
+from gputop.formatting import fmt_bytes
+from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING, Severity, ThrottleReason
 
 
 def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -101,7 +101,7 @@ def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if recent is None or not recent.latest.on_gpu:
         return None
 
-    def has(reasons: tuple[str, ...]) -> Callable[[JobSample], bool | None]:
+    def has(reasons: tuple[ThrottleReason, ...]) -> Callable[[JobSample], bool | None]:
         def test(sample: JobSample) -> bool | None:
             known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
             return any(r in reasons for rs in known for r in rs) if known else None
@@ -120,7 +120,7 @@ def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             for g in known
         )
 
-    levels = (
+    levels: tuple[tuple[Severity, Callable[[JobSample], bool | None], str], ...] = (
         (CRITICAL, has(th.HARDWARE_SLOWDOWN), "its hardware slowdown protects it from heat or a power fault"),
         (WARNING, has(th.THERMAL_SLOWDOWN), "it is too hot: the driver lowers its clocks"),
         (INFO, power_capped, "it is at its power limit and clocks well below its maximum"),

@@ -14,8 +14,8 @@ from gputop.advisor.rules.base import (
     unallocated_shares,
 )
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, steady_rise
-from gputop.model import CRITICAL, INFO, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
-from gputop.output import fmt_bytes, fmt_duration
+from gputop.formatting import fmt_bytes, fmt_duration
+from gputop.model import CRITICAL, INFO, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Severity
 
 
 def _after_warmup(sample: JobSample) -> bool:
@@ -56,7 +56,7 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         full_s = None if room is None else room / slope
         if full_s is not None and full_s > th.FULL_WITHIN_S[INFO]:
             continue
-        severity = INFO
+        severity: Severity = INFO
         for level in (CRITICAL, WARNING):
             if full_s is not None and full_s <= th.FULL_WITHIN_S[level]:
                 severity = level

@@ -15,8 +15,8 @@ from gputop.advisor.rules.base import (
 )
 from gputop.advisor.suggest import batch_memory, larger_batch, smaller_batch
 from gputop.advisor.window import AdvisorConfig, JobWindow
-from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
-from gputop.output import fmt_bytes
+from gputop.formatting import fmt_bytes
+from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Severity
 
 
 def _step_start_bytes(recent: JobWindow, device: int) -> float | None:
@@ -56,7 +56,7 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         "sm_activity_percent": sm,
         "batch_size": batch,
     }
-    severity = WARNING if busy is not None and busy < th.BATCH_GPU_BUSY_WARNING else INFO
+    severity: Severity = WARNING if busy is not None and busy < th.BATCH_GPU_BUSY_WARNING else INFO
     for device in cuda_devices(latest):
         gpu = device_gpu(latest, device)
         start = _step_start_bytes(recent, device.device)
@@ -129,7 +129,7 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     )
     if not (full or retries):
         return None
-    severity = CRITICAL if ooms else WARNING if retries else INFO
+    severity: Severity = CRITICAL if ooms else WARNING if retries else INFO
     facts = []
     if peak_share is not None:
         facts.append(f"peak reserved {pct(peak_share)} of the GPU")

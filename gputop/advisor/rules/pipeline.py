@@ -16,8 +16,8 @@ from gputop.advisor.suggest import (
     workers_needed,
 )
 from gputop.advisor.window import AdvisorConfig, JobWindow, main_thread_busy, pass_starts, worker_activity
+from gputop.formatting import fmt_bytes
 from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
-from gputop.output import fmt_bytes
 
 
 def _more_workers_action(plan: WorkerPlan, workers: int, cores: int) -> str:

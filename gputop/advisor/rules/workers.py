@@ -8,8 +8,8 @@ from gputop.advisor import thresholds as th
 from gputop.advisor.rules.base import Finding, pct, recent_window
 from gputop.advisor.suggest import cores_per_rank
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, steady_rise, worker_activity
+from gputop.formatting import fmt_bytes, fmt_duration
 from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
-from gputop.output import fmt_bytes, fmt_duration
 
 
 def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:

@@ -17,7 +17,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 
 from gputop.model import Advice, Snapshot
-from gputop.remote.hosts import LOCAL, HostSpec
+from gputop.remote.hostspec import LOCAL, HostSpec
 from gputop.remote.options import HostsRequest
 from gputop.remote.status import HostEvent, coalesce
 from gputop.ui.app import GputopApp, dashboard_help_groups

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from gputop.advisor import Advisor
 from gputop.model import Advice, Snapshot
-from gputop.remote.hosts import HostSpec
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import HostEvent, HostStatus
 from gputop.ui.feed import FeedClient
 from gputop.ui.history import History

@@ -6,7 +6,6 @@ is down). ``HostDashboardScreen`` is the single-host dashboard over the opened h
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,11 +17,12 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.formatting import fmt_age, fmt_clock
 from gputop.model import Snapshot
 from gputop.remote.status import DOWN_STATES, LIVE, STALE
 from gputop.ui.hosts.section import HostChosen, HostSection, HostShown, HostSummary
 from gputop.ui.screens.dashboard import DashboardScreen
-from gputop.ui.text.hosts import PROCESS_ROWS, down_note, fmt_age
+from gputop.ui.text.hosts import PROCESS_ROWS, down_note
 from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.status_bar import StatusBar, StatusView
 
@@ -102,7 +102,7 @@ class HostsScreen(Screen[None]):
             section.show(host, now, section.index == self.selected, rows)
         words = hosts_count(shown, now)
         times = [host.snapshot.time for host in shown if host.snapshot is not None]
-        clock = StatusView().clock if not times else _clock(max(times))
+        clock = StatusView().clock if not times else fmt_clock(max(times))
         bar = self.query_one(StatusBar)
         bar.view = StatusView(hostname=words, clock=clock, interval_s=app.interval_s, paused=app.paused)
 
@@ -136,10 +136,6 @@ def hosts_count(shown: Sequence[HostShown], now: float) -> str:
         counts[word] = counts.get(word, 0) + 1
     parts = ", ".join(f"{count} {word}" for word, count in counts.items() if count or word == LIVE)
     return f"{len(shown)} host{'s' if len(shown) != 1 else ''}: {parts}"
-
-
-def _clock(stamp: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(stamp))
 
 
 class HostDashboardScreen(DashboardScreen):

@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from gputop.advisor.window import AdvisorConfig
+from gputop.formatting import fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import RecordingError
 from gputop.ui.app import GputopApp, dashboard_help_groups
@@ -31,7 +32,7 @@ from gputop.ui.keys import HelpGroup
 from gputop.ui.replay.findings import Findings, compute_findings
 from gputop.ui.replay.screen import ReplayDashboardScreen
 from gputop.ui.replay.source import ReplayError, ReplaySource, recording_notices
-from gputop.ui.replay.time import SPEEDS, fmt_length, fmt_speed, next_speed, resolve_time
+from gputop.ui.replay.time import SPEEDS, fmt_speed, next_speed, resolve_time
 from gputop.ui.widgets.timeline_bar import TimelineView
 
 FRAME_S = 1 / 30

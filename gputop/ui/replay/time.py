@@ -10,10 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import time
 from collections.abc import Sequence
 
-from gputop.output import fmt_span
+from gputop.formatting import fmt_clock, fmt_length
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 """The steps of ``[`` and ``]``: how many recorded seconds play in one second."""
@@ -50,24 +49,6 @@ def next_speed(speed: float, faster: bool) -> float:
 def fmt_speed(speed: float) -> str:
     """``×4``, ``×0.25``."""
     return f"×{speed:g}"
-
-
-def fmt_offset(seconds: float) -> str:
-    """A duration on the timeline, to the second: ``45s``, ``12m05s``, ``1h02m03s``."""
-    return fmt_span(seconds)
-
-
-def fmt_length(seconds: float) -> str:
-    """A recording's length, shorter from an hour up: ``45s``, ``12m05s``, ``1h00m``."""
-    s = int(max(0.0, seconds) + 0.5)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return fmt_offset(s)
-
-
-def fmt_clock(at: float, with_date: bool = False) -> str:
-    """The local wall-clock time ``at``, as the status line writes it."""
-    return time.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S", time.localtime(at))
 
 
 def _offset_seconds(text: str) -> float | None:

@@ -14,8 +14,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
 from gputop.model import Snapshot
-from gputop.output import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
 from gputop.ui.screens.signal_dialog import confirm_and_signal

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from gputop.output import NA
+from gputop.formatting import NA
 from gputop.ui.signals import SIGNALS, ProcessHandle
 
 WHAT_EACH_DOES = (

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from rich.style import Style
 from rich.text import Text
 
+from gputop.formatting import NA, fmt_bytes
 from gputop.model import CRITICAL, WARNING, Advice
-from gputop.output import NA, fmt_bytes
 from gputop.ui.text.gpu import Palette
 
 MARKS = {CRITICAL: "CRIT", WARNING: "WARN"}

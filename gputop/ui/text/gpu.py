@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from rich.style import Style
 from rich.text import Text
 
+from gputop.formatting import NA, fmt_bytes, fmt_number, fmt_percent
 from gputop.model import GPU_LOST_STATE, GPU_OK, Gpu
-from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
 from gputop.ui.text.bars import fit, meter
 
 THROTTLE_NAMES = {

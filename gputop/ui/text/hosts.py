@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
-from gputop.model import GPU_OK, GpuProcess, Snapshot
-from gputop.output import NA, fmt_bytes, fmt_number, fmt_percent
+from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent
+from gputop.model import GPU_OK, GpuProcess, HostProcess, Snapshot
 from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
 from gputop.ui.history import History
 from gputop.ui.text.bars import fit, meter
@@ -65,15 +65,6 @@ def busiest(processes: Sequence[GpuProcess], count: int) -> list[GpuProcess]:
     """The ``count`` busiest process rows: highest %SM first, then most GPU memory; unknown values last."""
     ranked = sorted(processes, key=lambda p: (p.sm_percent is not None, p.sm_percent or 0, p.gpu_memory_bytes or 0))
     return ranked[::-1][:count]
-
-
-def fmt_age(seconds: float) -> str:
-    """``4s``, ``12m``, ``3h``, ``2d``: how long ago, to the unit that matters."""
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size:.0f}{unit}"
-    return f"{seconds:.0f}s"
 
 
 def fmt_power(watts: float | None) -> str:
@@ -195,7 +186,7 @@ def summary_line(
     line.append(" ")
     line.append(age.rjust(UPDATED_CELLS), style=p.warn if state == STALE else p.dim)
     if layout.top and totals.top is not None:
-        top = totals.top
+        top = totals.top.host or HostProcess(totals.top.pid)
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
         line.append(top.command or top.name or NA)
@@ -232,14 +223,15 @@ def process_header(width: int, p: Palette) -> Text:
 
 
 def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
-    line = Text(f"{proc.gpu_index:>3} {proc.pid:>7}  {fit(proc.user or NA, 8)} ")
+    host = proc.host or HostProcess(proc.pid)
+    line = Text(f"{proc.gpu_index:>3} {proc.pid:>7}  {fit(host.user or NA, 8)} ")
     line.append_text(_value(fmt_bytes(proc.gpu_memory_bytes).rjust(8), p))
     line.append(" ")
     line.append_text(_value(fmt_percent(proc.sm_percent).rjust(4), p))
     line.append(" ")
-    line.append_text(_value(fmt_percent(proc.cpu_percent).rjust(5), p))
+    line.append_text(_value(fmt_percent(host.cpu_percent).rjust(5), p))
     line.append("  ")
-    line.append(proc.command or proc.name or NA)
+    line.append(host.command or host.name or NA)
     line.truncate(width, overflow="ellipsis")
     return line
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from rich.style import Style
 from rich.text import Text
 
+from gputop.formatting import fmt_bytes
 from gputop.model import CudaMemory, ProbeReport, TrainingView
-from gputop.output import fmt_bytes
 from gputop.ui.text.bars import TRACK
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.parts import flow, label, na

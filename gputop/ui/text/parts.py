@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.style import Style
 from rich.text import Text
 
+from gputop.formatting import NA
 from gputop.model import PIN_OFF, PIN_ON
-from gputop.output import NA
 from gputop.ui.text.gpu import Palette
 
 LABEL_CELLS = 12

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len, set_cell_size
 
-from gputop.output import NA, fmt_bytes, fmt_duration, fmt_percent
+from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent
 from gputop.ui.process_rows import KIND_LABELS, Column, ProcessRow
 
 Part = tuple[str, str]

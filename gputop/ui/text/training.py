@@ -13,8 +13,8 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
+from gputop.formatting import NA, fmt_percent
 from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
-from gputop.output import NA, fmt_percent
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.loader import loader_config_parts

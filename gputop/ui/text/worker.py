@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent
 from gputop.model import MEASURING, TrainingView, Worker
-from gputop.output import NA, fmt_bytes, fmt_duration, fmt_percent
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.parts import LABEL_CELLS, flow, label

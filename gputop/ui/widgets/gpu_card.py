@@ -10,8 +10,8 @@ from textual.reactive import var
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputop.formatting import NA
 from gputop.model import GPU_OK, Gpu
-from gputop.output import NA
 from gputop.ui.history import GpuHistory
 from gputop.ui.text.gpu import (
     Palette,

@@ -11,8 +11,8 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gputop.formatting import NA, fmt_bytes, fmt_percent
 from gputop.model import HostInfo
-from gputop.output import NA, fmt_bytes, fmt_percent
 from gputop.ui.text.bars import core_columns, meter
 from gputop.ui.text.process_cells import MEASURING_MARK
 from gputop.ui.widgets.drawing import TextLines

@@ -11,8 +11,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gputop.formatting import NA
 from gputop.model import Snapshot
-from gputop.output import NA
 from gputop.ui.history import HISTORY_S
 from gputop.ui.widgets.drawing import TextLines
 

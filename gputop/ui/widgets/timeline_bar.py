@@ -16,7 +16,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gputop.ui.replay.time import column_of, column_time, fmt_clock, fmt_length, fmt_offset, fmt_speed, strip_marks
+from gputop.formatting import fmt_clock, fmt_length, fmt_span
+from gputop.ui.replay.time import column_of, column_time, fmt_speed, strip_marks
 from gputop.ui.widgets.drawing import TextLines
 
 MARK_CHARS = {None: " ", -1: "─", 0: "▂", 1: "▄", 2: "█"}
@@ -108,7 +109,7 @@ class TimelineBar(TextLines, Widget):
         label, muted = self.component_style("timeline-bar--label"), self.component_style("timeline-bar--muted")
         state = "▶ playing" if view.playing else "‖ paused"
         left = Text.assemble((state, label), " ", (fmt_speed(view.speed), label), "  ", fmt_clock(view.clock))
-        left.append(f"  +{fmt_offset(view.at - view.start)} / {fmt_length(view.end - view.start)}")
+        left.append(f"  +{fmt_span(view.at - view.start)} / {fmt_length(view.end - view.start)}")
         computing: list[str | tuple[str, Style]] = (
             [] if view.progress is None else [(f"findings: computing {view.progress:.0%}", muted), "   "]
         )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.remote.hosts import DEFAULT_COMMAND, LOCAL, HostsError, HostSpec, host_list, parse_host, read_hosts_file
+from gputop.remote.hostspec import DEFAULT_COMMAND, LOCAL, HostsError, HostSpec, host_list, parse_host, read_hosts_file
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 

@@ -1,15 +1,14 @@
-"""One-shot output and formatting, from plain snapshot values."""
+"""The JSON document (schema 1) and the --once text table, from plain snapshot values."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gputop.collect.nvml import cuda_version_text, decode_clock_reasons
 from gputop.collect.sampler import namespace_notice
+from gputop.document import snapshot_to_dict, snapshot_to_json
 from gputop.model import (
     DRIVER_OK,
     DRIVER_UNAVAILABLE,
@@ -18,10 +17,11 @@ from gputop.model import (
     Gpu,
     GpuProcess,
     HostInfo,
+    HostProcess,
     Snapshot,
     frozen_reasons,
 )
-from gputop.output import fmt_bytes, fmt_duration, fmt_percent, render_text, snapshot_to_dict, snapshot_to_json
+from gputop.table import render_text
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -117,9 +117,7 @@ def test_text_lists_processes_after_gpus_with_elapsed_time():
         gpu_index=0,
         kind="compute",
         gpu_memory_bytes=3 * 1024**3,
-        user="ada",
-        command="python train.py",
-        start_time=1_700_000_000.0 - 3725,
+        host=HostProcess(pid=4242, user="ada", command="python train.py", start_time=1_700_000_000.0 - 3725),
     )
 
     out = render_text(snapshot(gpus=(gpu,), processes=(proc,)))
@@ -141,30 +139,6 @@ def test_notices_are_printed():
     assert "note: 2 GPU processes not visible" in out
 
 
-def test_fmt_bytes_picks_binary_units():
-    assert [fmt_bytes(v) for v in (0, 512, 1536, 80 * 1024**3, 123 * 1024**2)] == [
-        "0B",
-        "512B",
-        "1.50KiB",
-        "80.0GiB",
-        "123MiB",
-    ]
-    assert fmt_bytes(None) == "N/A"
-
-
-@given(st.integers(min_value=0, max_value=2**64))
-def test_fmt_bytes_is_short_for_any_size(n):
-    assert len(fmt_bytes(n)) <= 10
-
-
-def test_fmt_duration_reads_like_ps():
-    assert [fmt_duration(s) for s in (5, 65, 3725, 90061)] == ["5s", "1:05", "1:02:05", "1-01:01:01"]
-
-
-def test_fmt_percent_rounds_and_marks_missing():
-    assert (fmt_percent(87.4), fmt_percent(None), fmt_percent(0.0)) == ("87%", "N/A", "0%")
-
-
 def test_clock_reasons_decode_to_names():
     assert decode_clock_reasons(0) == ()
     assert decode_clock_reasons(0x1 | 0x4 | 0x40) == ("gpu_idle", "sw_power_cap", "hw_thermal_slowdown")
@@ -175,7 +149,15 @@ def test_cuda_version_reads_as_major_dot_minor():
 
 
 def test_namespace_notice_counts_hidden_pids_once():
-    hidden = [GpuProcess(pid=7, gpu_index=i, kind="compute", visible=False) for i in range(2)]
+    hidden = [GpuProcess(pid=7, gpu_index=i, kind="compute", host=HostProcess(pid=7, visible=False)) for i in range(2)]
 
     assert namespace_notice([]) is None
     assert namespace_notice(hidden).startswith("1 GPU process not visible")
+
+
+def test_every_clock_event_bit_decodes_to_a_throttle_reason_of_the_model():
+    from gputop.collect.nvml import CLOCK_EVENT_REASONS
+    from gputop.model import THROTTLE_REASONS
+
+    assert tuple(name for _, name in CLOCK_EVENT_REASONS) == THROTTLE_REASONS
+    assert decode_clock_reasons(sum(bit for bit, _ in CLOCK_EVENT_REASONS)) == THROTTLE_REASONS

@@ -1,0 +1,160 @@
+"""One GPU's own readings: memory, use, temperature, power, clocks and their throttle reasons, PCIe, ECC.
+
+Each reading goes through ``errors.call``, so one field the GPU lacks costs only that field. NVML's enum values
+(clock types, sensors, counters) are pynvml's named constants; the clock-event bits are spelled out below, since
+decoding a mask needs no driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputop.collect.nvml.errors import call
+from gputop.collect.nvml.slot import GpuSlot, Put, Variants
+from gputop.model import NOT_IN_DRIVER, UNSUPPORTED, ThrottleReason
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+
+KIB = 1024
+"""NVML's PCIe throughput is in KiB/s."""
+MILLI = 1000.0
+"""NVML's power readings are in milliwatts."""
+
+# nvmlClocksEventReason* bits (nvml.h) and the model's names for them.
+CLOCK_EVENT_REASONS: tuple[tuple[int, ThrottleReason], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+
+
+def decode_clock_reasons(mask: int) -> tuple[ThrottleReason, ...]:
+    """Names of the active clock-event (throttle) reasons in an NVML bitmask."""
+    return tuple(name for bit, name in CLOCK_EVENT_REASONS if mask & bit)
+
+
+def cuda_version_text(version: int) -> str:
+    """NVML's integer CUDA driver version (12040) as users write it (12.4)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def read_fast(slot: GpuSlot, variants: Variants, put: Put) -> None:
+    """Everything read every tick, GPM aside."""
+    h = slot.handle
+    read_memory(slot, variants, put)
+    util, why = call(slot.unsupported, "utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
+    put("utilization_gpu_percent", None if util is None else float(util.gpu), why)
+    put("utilization_memory_percent", None if util is None else float(util.memory), why)
+    temp, why = call(slot.unsupported, "temperature", pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
+    put("temperature_c", None if temp is None else float(temp), why)
+    power, why = call(slot.unsupported, "power", pynvml.nvmlDeviceGetPowerUsage, h)
+    put("power_w", None if power is None else power / MILLI, why)
+    fan, why = call(slot.unsupported, "fan", pynvml.nvmlDeviceGetFanSpeed, h)
+    put("fan_percent", None if fan is None else float(fan), why)
+    pstate, why = call(slot.unsupported, "pstate", pynvml.nvmlDeviceGetPerformanceState, h)
+    if pstate == pynvml.NVML_PSTATE_UNKNOWN:
+        pstate, why = None, UNSUPPORTED
+    put("pstate", pstate, why)
+    sm, why = call(slot.unsupported, "clock_sm", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
+    put("clock_sm_mhz", sm, why)
+    mem, why = call(slot.unsupported, "clock_mem", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
+    put("clock_mem_mhz", mem, why)
+    read_max_clocks(slot, put)
+    read_clock_reasons(slot, variants, put)
+
+
+def read_memory(slot: GpuSlot, variants: Variants, put: Put) -> None:
+    """``nvmlDeviceGetMemoryInfo_v2`` (separates reserved memory), else v1 (``used`` includes reserved)."""
+    h = slot.handle
+    if variants.memory_v2 is not False:
+        info, why = call(slot.unsupported, "memory_v2", pynvml.nvmlDeviceGetMemoryInfo, h, pynvml.nvmlMemory_v2)
+        if info is not None:
+            variants.memory_v2 = True
+            put("memory_total_bytes", int(info.total), None)
+            put("memory_used_bytes", int(info.used), None)
+            put("memory_free_bytes", int(info.free), None)
+            put("memory_reserved_bytes", int(info.reserved), None)
+            return
+        if why == NOT_IN_DRIVER:
+            variants.memory_v2 = False
+    info, why = call(slot.unsupported, "memory", pynvml.nvmlDeviceGetMemoryInfo, h)
+    put("memory_total_bytes", None if info is None else int(info.total), why)
+    put("memory_used_bytes", None if info is None else int(info.used), why)
+    put("memory_free_bytes", None if info is None else int(info.free), why)
+    put("memory_reserved_bytes", None, why or NOT_IN_DRIVER)
+
+
+def read_max_clocks(slot: GpuSlot, put: Put) -> None:
+    """Maximum clocks never change while the driver runs: read them until both answer, then reuse."""
+    if slot.max_clocks is not None:
+        put("clock_sm_max_mhz", slot.max_clocks[0], None)
+        put("clock_mem_max_mhz", slot.max_clocks[1], None)
+        return
+    get_max = pynvml.nvmlDeviceGetMaxClockInfo
+    sm, sm_why = call(slot.unsupported, "max_clock_sm", get_max, slot.handle, pynvml.NVML_CLOCK_SM)
+    mem, mem_why = call(slot.unsupported, "max_clock_mem", get_max, slot.handle, pynvml.NVML_CLOCK_MEM)
+    if sm is not None and mem is not None:
+        slot.max_clocks = (sm, mem)
+    put("clock_sm_max_mhz", sm, sm_why)
+    put("clock_mem_max_mhz", mem, mem_why)
+
+
+def read_clock_reasons(slot: GpuSlot, variants: Variants, put: Put) -> None:
+    """``nvmlDeviceGetCurrentClocksEventReasons`` (R535+), else ``...ThrottleReasons``."""
+    names = (
+        [variants.reasons_fn]
+        if variants.reasons_fn
+        else ["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"]
+    )
+    why: str | None = NOT_IN_DRIVER
+    for name in names:
+        fn = getattr(pynvml, name, None)
+        if fn is None:
+            continue
+        mask, why = call(slot.unsupported, name, fn, slot.handle)
+        if mask is not None:
+            variants.reasons_fn = name
+            put("throttle_reasons", decode_clock_reasons(int(mask)), None)
+            return
+        if why != NOT_IN_DRIVER:
+            break
+    put("throttle_reasons", None, why)
+
+
+def read_slow(slot: GpuSlot) -> None:
+    """The readings of the slow cadence, kept in the slot for the ticks between: power limit, PCIe, ECC."""
+    h = slot.handle
+    values: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+
+    def put(name: str, value: Any, reason: str | None) -> None:
+        values[name] = value
+        if reason is not None:
+            reasons[name] = reason
+
+    limit, why = call(slot.unsupported, "power_limit", pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
+    put("power_limit_w", None if limit is None else limit / MILLI, why)
+    throughput = pynvml.nvmlDeviceGetPcieThroughput
+    rx, why = call(slot.unsupported, "pcie_rx", throughput, h, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+    put("pcie_rx_bytes_per_s", None if rx is None else int(rx) * KIB, why)
+    tx, why = call(slot.unsupported, "pcie_tx", throughput, h, pynvml.NVML_PCIE_UTIL_TX_BYTES)
+    put("pcie_tx_bytes_per_s", None if tx is None else int(tx) * KIB, why)
+    ecc, why = call(
+        slot.unsupported,
+        "ecc",
+        pynvml.nvmlDeviceGetTotalEccErrors,
+        h,
+        pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+        pynvml.NVML_VOLATILE_ECC,
+    )
+    put("ecc_uncorrected_volatile", ecc, why)
+    slot.slow, slot.slow_reasons = values, reasons

@@ -1,0 +1,46 @@
+"""What the NVML collector remembers between ticks: per GPU (``GpuSlot``) and per driver (``Variants``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputop.model import GPU_LOST_STATE, GpuProcess, GpuState, ProcessKind
+
+Put = Callable[[str, Any, str | None], None]
+"""Records one field's value and, when it could not be read, the reason."""
+
+
+@dataclass
+class Variants:
+    """Which variant of a versioned call the loaded driver answered; decided once, on first success."""
+
+    memory_v2: bool | None = None
+    reasons_fn: str | None = None
+    processes: dict[ProcessKind, int] = field(default_factory=dict)
+
+
+@dataclass
+class GpuSlot:
+    """What the collector remembers about one GPU between ticks."""
+
+    index: int
+    handle: Any = None
+    name: str | None = None
+    uuid: str | None = None
+    max_clocks: tuple[int | None, int | None] | None = None
+    unsupported: dict[str, str] = field(default_factory=dict)
+    lost_reason: str | None = None
+    lost_state: GpuState = GPU_LOST_STATE
+    retry_at: float = 0.0
+    slow: dict[str, Any] = field(default_factory=dict)
+    slow_reasons: dict[str, str] = field(default_factory=dict)
+    processes: list[GpuProcess] = field(default_factory=list)
+    # Process lists are read on the slow cadence only; their notice is kept with them so that fast ticks,
+    # which reuse the lists, repeat it instead of dropping it until the next slow tick.
+    process_notice: str | None = None
+    process_samples: dict[int, tuple[int, float, float]] = field(default_factory=dict)
+    last_sample_us: int = 0
+    gpm_sample: Any = None
+    gpm_supported: bool | None = None

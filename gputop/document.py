@@ -1,0 +1,123 @@
+"""The JSON document of ``gputop --once --json`` and ``gputop stream``: schema 1, described in docs/json.md.
+
+Unlike the lossless snapshot codec (``gputop.codec``), it is a stable, flat document for scripts: a process row
+carries its host process's fields beside its GPU ones, and fields outside the schema are left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, Snapshot, TrainingView
+
+SCHEMA = 1
+
+GPU_KEYS = (
+    "index",
+    "uuid",
+    "name",
+    "state",
+    "reason",
+    "memory_total_bytes",
+    "memory_used_bytes",
+    "memory_free_bytes",
+    "memory_reserved_bytes",
+    "utilization_gpu_percent",
+    "utilization_memory_percent",
+    "sm_activity_percent",
+    "temperature_c",
+    "power_w",
+    "power_limit_w",
+    "fan_percent",
+    "pstate",
+    "clock_sm_mhz",
+    "clock_mem_mhz",
+    "clock_sm_max_mhz",
+    "clock_mem_max_mhz",
+    "pcie_rx_bytes_per_s",
+    "pcie_tx_bytes_per_s",
+    "throttle_reasons",
+    "ecc_uncorrected_volatile",
+)
+PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
+PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
+"""A process row's keys from its host process, after those from its GPU side."""
+PROCESS_KEYS = PROCESS_GPU_KEYS + PROCESS_HOST_KEYS
+HOST_KEYS = (
+    "hostname",
+    "cpu_percent",
+    "cpu_percent_per_core",
+    "cpu_count",
+    "usable_cpu_count",
+    "load_average",
+    "memory_total_bytes",
+    "memory_used_bytes",
+    "memory_available_bytes",
+    "swap_total_bytes",
+    "swap_used_bytes",
+)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _record(obj: Gpu | HostInfo, keys: tuple[str, ...]) -> dict[str, Any]:
+    out = {key: _plain(getattr(obj, key)) for key in keys}
+    unavailable = getattr(obj, "unavailable", None)
+    if unavailable is not None:
+        out["unavailable"] = dict(unavailable)
+    return out
+
+
+def process_record(p: GpuProcess) -> dict[str, Any]:
+    """One process row of schema 1: flat, its GPU-side keys then its host process's, and one ``unavailable``
+    holding the reasons of both sides. A row whose host side was never joined has every host value null."""
+    host = p.host or HostProcess(p.pid)
+    out = {key: _plain(getattr(p, key)) for key in PROCESS_GPU_KEYS}
+    out.update((key, _plain(getattr(host, key))) for key in PROCESS_HOST_KEYS)
+    out["unavailable"] = {**p.unavailable, **host.unavailable}
+    return out
+
+
+def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
+    """The snapshot as the stable JSON document; values that could not be read are null."""
+    driver = snap.driver
+    return {
+        "schema": SCHEMA,
+        "time": snap.time,
+        "host": _record(snap.host, HOST_KEYS),
+        "driver": {
+            "status": driver.status,
+            "reason": driver.reason,
+            "driver_version": driver.driver_version,
+            "cuda_version": driver.cuda_version,
+            "nvml_version": driver.nvml_version,
+        },
+        "gpus": [_record(g, GPU_KEYS) for g in snap.gpus],
+        "processes": [process_record(p) for p in snap.processes],
+        "notices": list(snap.notices),
+        "training": [training_to_dict(v) for v in snap.training],
+    }
+
+
+def training_to_dict(view: TrainingView) -> dict[str, Any]:
+    """A training view with every model field under its own name, nested views as objects (docs/training.md)."""
+    return _fields(view)
+
+
+def _fields(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _fields(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: _fields(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_fields(v) for v in value]
+    return value
+
+
+def snapshot_to_json(snap: Snapshot, indent: int | None = 2) -> str:
+    return json.dumps(snapshot_to_dict(snap), indent=indent)

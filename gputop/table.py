@@ -1,0 +1,87 @@
+"""The nvidia-smi-like text table of ``gputop --once``: a header, the GPUs, then the processes."""
+
+from __future__ import annotations
+
+from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent
+from gputop.model import GPU_OK, Gpu, HostProcess, Snapshot
+from gputop.sanitize import printable
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows aligned in columns; every row has as many cells as the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _gpu_row(g: Gpu) -> list[str]:
+    if g.state != GPU_OK:
+        return [str(g.index), g.name or NA, g.state.upper(), g.reason or "", "", "", "", "", "", ""]
+    memory = f"{fmt_bytes(g.memory_used_bytes)} / {fmt_bytes(g.memory_total_bytes)}"
+    power = f"{fmt_number(g.power_w, 'W')} / {fmt_number(g.power_limit_w, 'W')}"
+    clocks = f"{fmt_number(g.clock_sm_mhz)} / {fmt_number(g.clock_mem_mhz)}"
+    throttles = [r for r in (g.throttle_reasons or ()) if r != "gpu_idle"]
+    return [
+        str(g.index),
+        g.name or NA,
+        fmt_percent(g.utilization_gpu_percent),
+        fmt_percent(g.sm_activity_percent),
+        memory,
+        fmt_number(g.temperature_c, "C"),
+        power,
+        fmt_percent(g.fan_percent),
+        NA if g.pstate is None else f"P{g.pstate}",
+        clocks + (f"  {','.join(throttles)}" if throttles else ""),
+    ]
+
+
+def render_text(snap: Snapshot, width: int | None = None) -> str:
+    """The snapshot as a plain table for terminals and logs: header, GPUs, then processes.
+
+    ``width`` cuts process rows (long command lines) to the terminal; None keeps them whole, for files and pipes.
+    """
+    driver = snap.driver
+    lines = [f"{snap.host.hostname}  {fmt_clock(snap.time, with_date=True)}"]
+    if driver.ok:
+        lines[0] += f"  driver {driver.driver_version or NA}  CUDA {driver.cuda_version or NA}"
+    else:
+        lines.append(f"No GPU information: {driver.reason}")
+    lines.extend(f"note: {n}" for n in snap.notices)
+    if snap.gpus:
+        header = ["GPU", "Name", "Busy", "SM", "Memory used / total", "Temp", "Power / limit", "Fan", "Perf"]
+        rows = [[*header, "Clocks SM / mem MHz"]] + [_gpu_row(g) for g in snap.gpus]
+        lines += ["", *_table(rows, right={0, 2, 3, 5, 7})]
+    elif driver.ok:
+        lines.append("No NVIDIA GPU found.")
+    lines.append("")
+    if snap.processes:
+        rows = [["GPU", "PID", "User", "Type", "GPU mem", "SM", "CPU", "Host mem", "Elapsed", "Command"]]
+        for p in sorted(snap.processes, key=lambda p: (p.gpu_index, -(p.gpu_memory_bytes or 0), p.pid)):
+            host = p.host or HostProcess(p.pid)
+            elapsed = None if host.start_time is None else snap.time - host.start_time
+            why = host.unavailable.get("command")
+            command = host.command or (f"({why})" if why else NA)
+            rows.append(
+                [
+                    str(p.gpu_index),
+                    str(p.pid),
+                    host.user or NA,
+                    {"compute": "C", "graphics": "G"}.get(p.kind, "C+G"),
+                    fmt_bytes(p.gpu_memory_bytes),
+                    fmt_percent(p.sm_percent),
+                    fmt_percent(host.cpu_percent),
+                    fmt_bytes(host.rss_bytes),
+                    fmt_duration(elapsed),
+                    command,
+                ]
+            )
+        lines += [line[:width] for line in _table(rows, right={0, 1, 4, 5, 6, 7, 8})]
+    elif snap.gpus:
+        lines.append("No GPU processes.")
+    # Outside text was made visible where it was read; this is the last line of defence before a terminal.
+    return "\n".join(map(printable, lines)).rstrip() + "\n"
