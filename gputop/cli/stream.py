@@ -25,12 +25,12 @@ def main(args: argparse.Namespace) -> int:
 
 def stream(interval_s: float, count: int | None, pid: int | None, full: bool = False) -> int:
     """One compact JSON document per line: the same schema as --json, for other programs; ``full``: the whole
-    snapshot instead (``gputop.store.snapshot_json``), for the multi-host view on another machine."""
+    snapshot instead (``gputop.codec.snapshot_json``), for the multi-host view on another machine."""
     import json
 
+    from gputop.codec import snapshot_json
     from gputop.collect.sampler import every
     from gputop.document import snapshot_to_dict
-    from gputop.store import snapshot_json
 
     with contextlib.closing(every(interval_s, focus_pid=pid, count=count)) as snapshots:
         for snap in snapshots:

@@ -12,9 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from typing import TYPE_CHECKING, Any
 
 from gputop.collect.procstat import CLOCK_TICKS, read_stat
 from gputop.formatting import fmt_clock
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 SIGNALS: tuple[tuple[str, signal.Signals], ...] = (
     ("SIGINT", signal.SIGINT),
@@ -89,3 +93,30 @@ def boot_time() -> float:
             if line.startswith(b"btime "):
                 return float(line.split()[1])
     raise OSError("no btime in /proc/stat")
+
+
+def confirm_and_signal(
+    app: App[Any], pid: int, start_time: float | None, user: str | None, command: str | None
+) -> None:
+    """Ask, then send; the outcome (or why it failed) shows as a notification, never as a crash.
+
+    The process is pinned when the dialog opens, before the user decides, and checked at the moment of sending
+    to be the one shown (started at ``start_time``): the screen may be paused, or older than the PID's reuse.
+    """
+    from gputop.ui.screens.signal_dialog import SignalDialog  # the dialog imports this module
+
+    handle = ProcessHandle(pid, start_time)
+
+    def decided(sig: signal.Signals | None) -> None:
+        try:
+            if sig is None:
+                return
+            error = handle.send(sig)
+            if error:
+                app.notify(error, title="Signal not sent", severity="error")
+            else:
+                app.notify(f"Sent {sig.name} to PID {pid}", title="Signal sent")
+        finally:
+            handle.close()
+
+    app.push_screen(SignalDialog(pid, user, command), decided)

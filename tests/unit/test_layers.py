@@ -1,4 +1,6 @@
-"""The package's layers: only the command line (and ``python -m gputop``) imports ``gputop.cli``."""
+"""The package's layers, read from every module's imports (docs/architecture.md, "Layout and what may import what"):
+the command line is the top, the probe stands alone, the model is the bottom, Textual stays in the dashboard's
+own modules, and a screen takes only screens from another screen's module."""
 
 from __future__ import annotations
 
@@ -10,44 +12,99 @@ import pytest
 pytestmark = pytest.mark.fast
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gputop"
-ALLOWED = {PACKAGE / "cli", PACKAGE / "__main__.py"}
+ALL = sorted(PACKAGE.rglob("*.py"))
+PURE_UI = [
+    *sorted((PACKAGE / "ui" / "text").rglob("*.py")),
+    PACKAGE / "ui" / "feed.py",
+    PACKAGE / "ui" / "replay" / "__init__.py",
+    PACKAGE / "ui" / "replay" / "source.py",
+    PACKAGE / "ui" / "replay" / "findings.py",
+    PACKAGE / "ui" / "replay" / "time.py",
+    PACKAGE / "ui" / "hosts" / "__init__.py",
+    PACKAGE / "ui" / "hosts" / "feed.py",
+]
+"""The dashboard's modules that are tested with plain values: no Textual in them."""
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module ``path`` imports, at its top or inside a function, as an absolute name."""
-    package = ".".join(("gputop", *path.relative_to(PACKAGE).with_suffix("").parts))
-    if path.name == "__init__.py":
-        package = package.rsplit(".", 1)[0]
-    names = set()
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(("gputop", *(parts[:-1] if path.name == "__init__.py" else parts)))
+
+
+def imports(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` for every import in ``path``, at its top or inside a function, the module absolute;
+    ``name`` is what ``from module import name`` takes (None for ``import module``)."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[str, str | None]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found.extend((alias.name, None) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{parent}.{base}" if base else parent
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
+            found.extend((base, alias.name) for alias in node.names)
+    return found
+
+
+def modules_imported(path: Path) -> set[str]:
+    """Every module ``path`` may load: ``from a.b import c`` counts as ``a.b`` and ``a.b.c``."""
+    names = set()
+    for module, name in imports(path):
+        names.add(module)
+        if name is not None:
+            names.add(f"{module}.{name}")
     return names
 
 
-def outside_cli() -> list[Path]:
-    return [
-        path
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if not any(path == allowed or allowed in path.parents for allowed in ALLOWED)
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
+
+
+def test_the_walk_resolves_relative_imports_and_sees_the_package() -> None:
+    assert PACKAGE / "collect" / "sampler.py" in ALL
+    assert "gputop.probe.channel" in modules_imported(PACKAGE / "probe" / "probe.py")  # from . import channel
+    assert "gputop.probe.hooks" in modules_imported(PACKAGE / "probe" / "__init__.py")  # from .hooks import ...
+    assert "gputop.cli.args" in modules_imported(PACKAGE / "cli" / "run.py")
+    assert all(path.exists() for path in PURE_UI)
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if not within(module_name(p), "gputop.cli")], ids=rel)
+def test_only_the_entry_point_imports_the_command_line(path: Path) -> None:
+    wrong = sorted(n for n in modules_imported(path) if within(n, "gputop.cli"))
+    if path == PACKAGE / "__main__.py":
+        assert wrong == ["gputop.cli", "gputop.cli.main"]
+    else:
+        assert not wrong, f"{rel(path)} imports {wrong}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "probe").rglob("*.py")), ids=rel)
+def test_the_probe_imports_nothing_of_gputop_outside_itself(path: Path) -> None:
+    """In the job the probe is loaded from its files as ``gputop_probe``: the job's interpreter may have no gputop."""
+    wrong = sorted(n for n in modules_imported(path) if within(n, "gputop") and not within(n, "gputop.probe"))
+    assert not wrong, f"{rel(path)} imports {wrong}"
+
+
+def test_the_model_imports_nothing_of_gputop() -> None:
+    assert not [n for n in modules_imported(PACKAGE / "model.py") if within(n, "gputop")]
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if not within(module_name(p), "gputop.ui")] + PURE_UI, ids=rel)
+def test_textual_stays_in_the_dashboards_own_modules(path: Path) -> None:
+    assert not [n for n in modules_imported(path) if within(n, "textual")], f"{rel(path)} imports Textual"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "ui" / "screens").glob("*.py")), ids=rel)
+def test_a_screen_takes_only_screens_from_another_screens_module(path: Path) -> None:
+    taken = [
+        f"{module}.{name}"
+        for module, name in imports(path)
+        if within(module, "gputop.ui.screens") and module != module_name(path) and name is not None
     ]
-
-
-def test_the_walk_sees_the_package() -> None:
-    paths = outside_cli()
-    assert PACKAGE / "collect" / "sampler.py" in paths
-    assert PACKAGE / "cli" / "__init__.py" not in paths
-    assert "gputop.cli.args" in imported_modules(PACKAGE / "cli" / "run.py")
-
-
-@pytest.mark.parametrize("path", outside_cli(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_outside_the_command_line_imports_it(path: Path) -> None:
-    wrong = sorted(name for name in imported_modules(path) if name == "gputop.cli" or name.startswith("gputop.cli."))
-    assert not wrong, f"{path.relative_to(PACKAGE.parent)} imports {wrong}"
+    assert all(name.endswith("Screen") for name in taken), f"{rel(path)} imports {taken}"

@@ -16,8 +16,8 @@ from textual.widgets import Footer, Input, Static
 from gputop.model import Snapshot
 from gputop.ui.process_rows import COLUMNS, ViewOptions, build_rows, focus_family
 from gputop.ui.screens.detail import ProcessDetailScreen
-from gputop.ui.screens.signal_dialog import confirm_and_signal
 from gputop.ui.screens.training import TrainingScreen
+from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.training import gpu_totals
 from gputop.ui.training_target import training_target
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown

@@ -18,7 +18,7 @@ from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_number, fmt_perce
 from gputop.model import Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
-from gputop.ui.screens.signal_dialog import confirm_and_signal
+from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.gpu import Palette
 from gputop.ui.widgets.drawing import CachedComponentStyles
 from gputop.ui.widgets.status_bar import StatusBar

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import signal
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputop.formatting import NA
-from gputop.ui.signals import SIGNALS, ProcessHandle
+from gputop.ui.signals import SIGNALS
 
 WHAT_EACH_DOES = (
     "SIGINT is Ctrl+C: a training loop can catch it and stop cleanly.  SIGTERM asks the process to exit.  "
@@ -82,28 +82,3 @@ class SignalDialog(ModalScreen[signal.Signals | None]):
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
-
-
-def confirm_and_signal(
-    app: App[Any], pid: int, start_time: float | None, user: str | None, command: str | None
-) -> None:
-    """Ask, then send; the outcome (or why it failed) shows as a notification, never as a crash.
-
-    The process is pinned when the dialog opens, before the user decides, and checked at the moment of sending
-    to be the one shown (started at ``start_time``): the screen may be paused, or older than the PID's reuse.
-    """
-    handle = ProcessHandle(pid, start_time)
-
-    def decided(sig: signal.Signals | None) -> None:
-        try:
-            if sig is None:
-                return
-            error = handle.send(sig)
-            if error:
-                app.notify(error, title="Signal not sent", severity="error")
-            else:
-                app.notify(f"Sent {sig.name} to PID {pid}", title="Signal sent")
-        finally:
-            handle.close()
-
-    app.push_screen(SignalDialog(pid, user, command), decided)
