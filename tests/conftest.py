@@ -6,7 +6,6 @@ import ctypes
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,14 +71,3 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-
-
-def wait_until(condition: Callable[[], object], timeout_s: float = 10.0, every_s: float = 0.05) -> object:
-    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(every_s)
-    pytest.fail(f"condition not met within {timeout_s} s")

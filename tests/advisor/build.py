@@ -25,6 +25,7 @@ from gputop.model import (
     TrainingView,
     Worker,
 )
+from tests.factories import host_info
 
 GIB = 1024**3
 MIB = 1024**2
@@ -32,19 +33,7 @@ PID = 4242
 
 
 def host(cpu_percent: float = 50.0, cores: int = 8, available_gib: float = 48) -> HostInfo:
-    return HostInfo(
-        hostname="trainer-01",
-        cpu_percent=cpu_percent,
-        cpu_percent_per_core=(),
-        cpu_count=cores,
-        usable_cpu_count=cores,
-        load_average=None,
-        memory_total_bytes=64 * GIB,
-        memory_used_bytes=int((64 - available_gib) * GIB),
-        memory_available_bytes=int(available_gib * GIB),
-        swap_total_bytes=0,
-        swap_used_bytes=0,
-    )
+    return host_info(cpu_percent=cpu_percent, cores=cores, used_gib=64 - available_gib)
 
 
 def loader(

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client.samples import Sample
 
-from tests.conftest import FakeDriver, wait_until
+from tests.conftest import FakeDriver
 from tests.export.scrape import parse
+from tests.factories import wait_until
 
 START_TIMEOUT_S = 15.0
 

@@ -7,12 +7,13 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gputop.export.collector import SnapshotCollector
-from gputop.model import INFO, WARNING, Advice, DriverInfo, HostInfo, Snapshot
+from gputop.model import INFO, WARNING, Advice, DriverInfo, Snapshot
 from tests.export.scrape import parse, value
+from tests.factories import host_info
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
-HOST = HostInfo("trainer-01", 10.0, (), 2, 2, None, 1, 1, 1, 0, 0)
+HOST = host_info(cpu_percent=10.0)
 SNAPSHOT = Snapshot(time=1_800_000_000.0, host=HOST, driver=DriverInfo("ok"))
 
 

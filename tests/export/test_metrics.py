@@ -17,29 +17,17 @@ from gputop.model import (
     DriverInfo,
     Gpu,
     GpuProcess,
-    HostInfo,
     HostProcess,
     Snapshot,
 )
 from tests.export.scrape import names, parse, value
+from tests.factories import host_info
 
 GIB = 1024**3
 UUID = "GPU-6a1b2c3d-0000-4000-8000-000000000000"
 NAME = "NVIDIA H100 80GB HBM3"
 
-HOST = HostInfo(
-    hostname="trainer-01",
-    cpu_percent=37.5,
-    cpu_percent_per_core=(75.0, 0.0),
-    cpu_count=2,
-    usable_cpu_count=1,
-    load_average=(1.5, 1.25, 0.5),
-    memory_total_bytes=64 * GIB,
-    memory_used_bytes=24 * GIB,
-    memory_available_bytes=40 * GIB,
-    swap_total_bytes=8 * GIB,
-    swap_used_bytes=0,
-)
+HOST = host_info(per_core=(75.0, 0.0), usable_cores=1, load_average=(1.5, 1.25, 0.5), used_gib=24, swap_gib=8)
 DRIVER = DriverInfo(DRIVER_OK, driver_version="550.90.07", cuda_version="12.4", nvml_version="12.550.90.07")
 GPU = Gpu(
     index=0,

@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import wait_until
 from tests.export.scrape import names, parse, value
+from tests.factories import wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100, training_box
 

@@ -13,7 +13,7 @@ import pytest
 from gputop.collect.host import HostCollector
 from gputop.collect.sampler import Sampler, SnapshotMaker
 from gputop.model import MEASURING, NOT_VISIBLE, PROCESS_EXITED
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import GIB, h100, training_box
 

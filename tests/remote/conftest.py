@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeState, write_state
 

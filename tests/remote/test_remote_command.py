@@ -9,7 +9,7 @@ from gputop.remote.fleet import Fleet
 from gputop.remote.hostspec import HostSpec, parse_host
 from gputop.remote.link import remote_command, ssh_argv
 from gputop.remote.status import LIVE, HostEvent
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import h100
 from tests.remote.conftest import GPUTOP, SshLab

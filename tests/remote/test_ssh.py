@@ -15,7 +15,7 @@ import pytest
 from gputop.remote.fleet import Fleet
 from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import AUTH_FAILED, LIVE, NO_GPUTOP, TOO_OLD, UNREACHABLE, HostEvent
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import h100
 from tests.remote.conftest import GPUTOP, SshLab

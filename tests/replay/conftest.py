@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from gputop.ui.app import GputopApp
 from gputop.ui.replay.app import replay_app
 from gputop.ui.replay.player import ReplayPlayer
 from gputop.ui.replay.source import ReplaySource
+from tests.factories import settle
 from tests.replay.recordings import job_snapshots, record
 from tests.ui.conftest import USER, utc  # noqa: F401  (utc: the clocks on screen read the same everywhere)
 
@@ -43,15 +43,6 @@ def make_replay() -> Iterator[MakeReplay]:
         recording.close()
 
 
-async def wait_until(pilot, condition: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    """Let the app run until ``condition()`` holds; fails after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never got {what}")
-        await pilot.pause(0.02)
-
-
 async def findings_ready(pilot, app: GputopApp) -> None:  # type: ignore[no-untyped-def]
-    await wait_until(pilot, lambda: app.feed.findings is not None, "the findings computed")
+    await settle(pilot, lambda: app.feed.findings is not None, "the findings computed")
     await pilot.pause()

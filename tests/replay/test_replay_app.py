@@ -20,7 +20,8 @@ from gputop.ui.widgets.advice_panel import AdvicePanel
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.timeline_bar import TimelineBar
-from tests.replay.conftest import MakeReplay, findings_ready, wait_until
+from tests.factories import settle
+from tests.replay.conftest import MakeReplay, findings_ready
 from tests.replay.recordings import record
 from tests.ui import scenes, training_scenes
 
@@ -110,7 +111,7 @@ async def test_space_plays_and_pauses(make_replay: MakeReplay, job: Job) -> None
         assert app.paused and "paused ×16" in bar_text(app)
         await pilot.press("space")
         assert not app.paused
-        await wait_until(pilot, lambda: app.feed.position >= 3, "playback moving on")
+        await settle(pilot, lambda: app.feed.position >= 3, "playback moving on")
         assert "playing ×16" in bar_text(app)
         await pilot.press("space")
         stopped_at = app.feed.position
@@ -118,7 +119,7 @@ async def test_space_plays_and_pauses(make_replay: MakeReplay, job: Job) -> None
         assert app.feed.position == stopped_at
         assert "paused" in bar_text(app) and "PAUSED" in widget_text(app.screen.query_one(StatusBar))
         await pilot.press("p")  # p too
-        await wait_until(pilot, lambda: app.feed.position > stopped_at, "playback moving on again")
+        await settle(pilot, lambda: app.feed.position > stopped_at, "playback moving on again")
 
 
 async def test_playback_pauses_at_the_end_and_plays_again_from_the_start(make_replay: MakeReplay, job: Job) -> None:
@@ -127,7 +128,7 @@ async def test_playback_pauses_at_the_end_and_plays_again_from_the_start(make_re
     async with app.run_test(size=(160, 48)) as pilot:
         app.feed.go(len(snaps) - 4)
         await pilot.press("space")
-        await wait_until(pilot, lambda: app.paused, "a pause at the end")
+        await settle(pilot, lambda: app.paused, "a pause at the end")
         assert app.feed.position == len(snaps) - 1
         await pilot.press(*["left_square_bracket"] * 5)
         assert app.feed.speed == 1.0  # a snapshot every 2 s from now on
@@ -140,7 +141,7 @@ async def playback_rate(pilot, app: GputopApp, snapshots: int) -> float:  # type
     """Snapshots shown per second of wall time while ``snapshots`` go by."""
     first = app.feed.position
     began = time.monotonic()
-    await wait_until(pilot, lambda: app.feed.position >= first + snapshots, f"{snapshots} snapshots played")
+    await settle(pilot, lambda: app.feed.position >= first + snapshots, f"{snapshots} snapshots played")
     return (app.feed.position - first) / (time.monotonic() - began)
 
 
@@ -382,7 +383,7 @@ async def test_a_gap_in_the_recording_is_skipped_with_a_notice(
     async with app.run_test(size=(160, 48)) as pilot:
         app.feed.go(8)
         began = time.monotonic()
-        await wait_until(pilot, lambda: app.feed.position == 10, "the snapshot after the gap")
+        await settle(pilot, lambda: app.feed.position == 10, "the snapshot after the gap")
         assert time.monotonic() - began < 4  # ×1 would take ten minutes
         assert notices == ["Skipped 10m02s without snapshots (the recorder was not running)."]
         strip = bar_text(app).splitlines()[1]

@@ -24,9 +24,10 @@ from pathlib import Path
 import pytest
 
 from gputop.export.server import MAX_CONNECTIONS
-from tests.conftest import FakeDriver, wait_until
+from tests.conftest import FakeDriver
 from tests.export.conftest import START_TIMEOUT_S, Exporter, start_exporter
 from tests.export.scrape import parse, value
+from tests.factories import wait_until
 from tests.machines import training_box
 from tests.security.conftest import LocalUser
 

@@ -36,7 +36,7 @@ from gputop.ui.hosts.section import HostSection
 from gputop.ui.inbox import Inbox
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.hosts import section_lines, summary_layout, summary_line
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.ui import scenes
 
 MIB = 1024 * 1024

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from gputop.store import open_recording
-from tests.conftest import FakeDriver, wait_until
+from tests.conftest import FakeDriver
+from tests.factories import wait_until
 from tests.machines import training_box
 
 FLUSH_EVERY_S = 2.0

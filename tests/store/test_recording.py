@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -39,27 +40,21 @@ from gputop.model import (
     frozen_reasons,
 )
 from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
+from tests.factories import host_info
 from tests.machines import training_box
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def host(**overrides: object) -> HostInfo:
-    values: dict[str, object] = {
-        "hostname": "trainer-7",
+def host(**overrides: Any) -> HostInfo:
+    values: dict[str, Any] = {
+        "per_core": (10.0, 15.0, 0.0, 100.0),
         "cpu_percent": 12.5,
-        "cpu_percent_per_core": (10.0, 15.0, 0.0, 100.0),
-        "cpu_count": 4,
-        "usable_cpu_count": 4,
         "load_average": (1.5, 1.25, 0.75),
-        "memory_total_bytes": 64 * 1024**3,
-        "memory_used_bytes": 12 * 1024**3,
-        "memory_available_bytes": 50 * 1024**3,
-        "swap_total_bytes": 0,
-        "swap_used_bytes": 0,
+        "used_gib": 12,
+        "available_gib": 50,
     }
-    values.update(overrides)
-    return HostInfo(**values)  # type: ignore[arg-type]
+    return host_info("trainer-7", **{**values, **overrides})
 
 
 def training_snapshot(t: float = 1_700_000_000.25) -> Snapshot:

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from gputop.store import open_recording
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.training.conftest import SCRIPTS
 from tests.ui.test_tmux import Tmux, gputop_command, tmux  # noqa: F401 (the fixture)
 

@@ -20,6 +20,7 @@ from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
 from gputop.launch import probe_env
 from gputop.model import Snapshot, TrainingView
+from tests.factories import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -131,15 +132,16 @@ def view_when(
     maker: SnapshotMaker, pid: int, condition: Callable[[TrainingView], object], timeout_s: float = 20.0
 ) -> TrainingView:
     """Take snapshots (every 0.2 s) until the view of ``pid`` meets ``condition``; return that view."""
-    deadline = time.monotonic() + timeout_s
-    snap: Snapshot | None = None
-    while time.monotonic() < deadline:
-        snap = maker.snapshot()
-        view = snap.training_view(pid)
-        if view is not None and condition(view):
-            return view
-        time.sleep(0.2)
-    pytest.fail(f"no view of PID {pid} met the condition within {timeout_s} s; last: {snap and snap.training}")
+    last: list[Snapshot] = []
+
+    def met() -> TrainingView | None:
+        last[:] = [maker.snapshot()]
+        view = last[0].training_view(pid)
+        return view if view is not None and condition(view) else None
+
+    return wait_until(
+        met, f"a view of PID {pid} that meets the condition", timeout_s, 0.2, lambda: str(last and last[0].training)
+    )
 
 
 def start_ticks(pid: int) -> int:

@@ -13,7 +13,7 @@ import pytest
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
 from gputop.model import PROBE_OK, ROLE_TORCHRUN_AGENT, ROLE_TRAINING
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.machines import GIB, training_box
 from tests.training.conftest import SCRIPTS, read_line, report_for
 

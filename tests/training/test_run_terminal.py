@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import wait_until
+from tests.factories import wait_until
 from tests.ui.test_tmux import Tmux, gputop_command, tmux  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -23,6 +23,7 @@ from gputop.model import (
     Snapshot,
     frozen_reasons,
 )
+from tests.factories import host_info
 
 T0 = 1_763_900_000.0
 """The clock of the last tick (12:13:20 UTC)."""
@@ -51,18 +52,8 @@ STARTED = T0 - 3 * 3600 - 25 * 60
 
 def host(t: float) -> HostInfo:
     per_core = tuple(round(55 + 40 * math.sin(t / 17 + core * 0.7), 1) for core in range(64))
-    return HostInfo(
-        hostname=HOSTNAME,
-        cpu_percent=round(sum(per_core) / len(per_core), 1),
-        cpu_percent_per_core=per_core,
-        cpu_count=64,
-        usable_cpu_count=64,
-        load_average=(41.32, 39.87, 35.02),
-        memory_total_bytes=1007 * GIB,
-        memory_used_bytes=612 * GIB,
-        memory_available_bytes=395 * GIB,
-        swap_total_bytes=8 * GIB,
-        swap_used_bytes=0,
+    return host_info(
+        HOSTNAME, per_core=per_core, load_average=(41.32, 39.87, 35.02), memory_gib=1007, used_gib=612, swap_gib=8
     )
 
 

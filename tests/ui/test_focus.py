@@ -16,6 +16,7 @@ from gputop.ui.widgets.banner import Banner
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
+from tests.factories import settle
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import h100
 from tests.ui import scenes
@@ -27,14 +28,6 @@ MakeApp = Callable[..., GputopApp]
 def live_app(pid: int) -> GputopApp:
     sampler = Sampler(0.2, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
     return GputopApp(LiveFeed(sampler, Advisor(pid)), interval_s=0.2, focus_pid=pid, user="alice")
-
-
-async def wait_for(pilot, condition: Callable[[], bool], timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(timeout_s / 0.05)):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the dashboard did not get there in time")
 
 
 def rows(app: GputopApp) -> list[str]:
@@ -49,8 +42,8 @@ async def test_focus_shows_the_process_its_workers_and_only_its_gpus(
     fake_driver(state)
     app = live_app(training_job.parent.pid)
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(pilot, lambda: len(rows(app)) == 3)
-        await wait_for(pilot, lambda: [c.index for c in app.screen.query(GpuCard)] == [1])
+        await settle(pilot, lambda: len(rows(app)) == 3)
+        await settle(pilot, lambda: [c.index for c in app.screen.query(GpuCard)] == [1])
         lines = rows(app)
         assert str(training_job.parent.pid) in lines[0]
         assert all("pt_data_worker" in line and "DataLoader worker" in line for line in lines[1:])
@@ -63,7 +56,7 @@ async def test_a_focus_process_without_a_gpu_gets_a_banner_and_its_cpu_side(
     fake_driver(FakeState(gpus=[h100(0)]))
     app = live_app(training_job.parent.pid)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: len(rows(app)) == 3)
+        await settle(pilot, lambda: len(rows(app)) == 3)
         banner = app.screen.query_one(Banner)
         assert any("uses no GPU" in m for m in banner.messages)
         assert not app.screen.query_one(GpuPanel).display

@@ -18,7 +18,7 @@ SMALL = (80, 24)
 LARGE = (160, 48)
 
 
-async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+async def two_frames(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()
     await pilot.pause()
 
@@ -26,33 +26,33 @@ async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_eight_gpus_in_training(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
     app = make_app(scenes.history(scenes.training_node))
-    assert snap_compare(app, terminal_size=size, run_before=settle)
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_a_lost_gpu(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
     snapshots = [*scenes.history(scenes.training_node)[:-1], scenes.training_node(lost=[scenes.LOST_GPU_INDEX])]
-    assert snap_compare(make_app(snapshots), terminal_size=size, run_before=settle)
+    assert snap_compare(make_app(snapshots), terminal_size=size, run_before=two_frames)
 
 
 def test_no_driver(snap_compare, make_app: MakeApp) -> None:
-    assert snap_compare(make_app([scenes.no_driver()]), terminal_size=SMALL, run_before=settle)
+    assert snap_compare(make_app([scenes.no_driver()]), terminal_size=SMALL, run_before=two_frames)
 
 
 def test_tree_view_with_dataloader_workers(snap_compare, make_app: MakeApp) -> None:
     app = make_app([scenes.training_node()])
-    assert snap_compare(app, terminal_size=LARGE, press=["t"], run_before=settle)
+    assert snap_compare(app, terminal_size=LARGE, press=["t"], run_before=two_frames)
 
 
 def test_process_detail(snap_compare, make_app: MakeApp) -> None:
     app = make_app(scenes.history(scenes.training_node))
-    assert snap_compare(app, terminal_size=SMALL, press=["enter"], run_before=settle)
+    assert snap_compare(app, terminal_size=SMALL, press=["enter"], run_before=two_frames)
 
 
 def test_focus_on_a_process_without_a_gpu(snap_compare, make_app: MakeApp) -> None:
     pid = scenes.CPU_JOB_PID
     app = make_app([scenes.training_node(focus_pid=pid)], focus_pid=pid)
-    assert snap_compare(app, terminal_size=SMALL, run_before=settle)
+    assert snap_compare(app, terminal_size=SMALL, run_before=two_frames)
 
 
 def starved_run(make_app: MakeApp) -> GputopApp:
@@ -63,13 +63,13 @@ def starved_run(make_app: MakeApp) -> GputopApp:
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_training_panel_and_findings_of_a_starved_job(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
-    assert snap_compare(starved_run(make_app), terminal_size=size, run_before=settle)
+    assert snap_compare(starved_run(make_app), terminal_size=size, run_before=two_frames)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_training_screen(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
-    assert snap_compare(starved_run(make_app), terminal_size=size, press=["l"], run_before=settle)
+    assert snap_compare(starved_run(make_app), terminal_size=size, press=["l"], run_before=two_frames)
 
 
 def test_findings_in_full_at_80x24(snap_compare, make_app: MakeApp) -> None:
-    assert snap_compare(starved_run(make_app), terminal_size=SMALL, press=["l", "a"], run_before=settle)
+    assert snap_compare(starved_run(make_app), terminal_size=SMALL, press=["l", "a"], run_before=two_frames)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import wait_until
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeProcess, FakeState, write_state
 from tests.machines import h100
@@ -65,14 +66,13 @@ class Tmux:
         return self.wait_until(lambda screen: text in screen, f"{text!r} on screen", timeout_s)
 
     def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = 15.0) -> str:
-        deadline = time.monotonic() + timeout_s
-        screen = ""
-        while time.monotonic() < deadline:
+        """The screen once ``condition`` holds for it; fails the test with the last screen after ``timeout_s``."""
+
+        def matched() -> str | None:
             screen = self.screen()
-            if condition(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"never got {what}; the screen was:\n{screen}")
+            return screen if condition(screen) else None
+
+        return wait_until(matched, what, timeout_s, every_s=0.1, last=self.screen)
 
 
 @pytest.fixture

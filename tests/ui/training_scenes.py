@@ -33,6 +33,7 @@ from gputop.model import (
     TrainingView,
     Worker,
 )
+from tests.factories import host_info
 from tests.ui import scenes
 
 JOB_PID = 48213
@@ -48,18 +49,8 @@ GIB = scenes.GIB
 
 def host(t: float) -> HostInfo:
     per_core = tuple(round(60 + 35 * math.sin(t / 13 + core), 1) for core in range(16))
-    return HostInfo(
-        hostname=scenes.HOSTNAME,
-        cpu_percent=round(sum(per_core) / len(per_core), 1),
-        cpu_percent_per_core=per_core,
-        cpu_count=16,
-        usable_cpu_count=16,
-        load_average=(9.1, 8.7, 8.2),
-        memory_total_bytes=251 * GIB,
-        memory_used_bytes=71 * GIB,
-        memory_available_bytes=180 * GIB,
-        swap_total_bytes=8 * GIB,
-        swap_used_bytes=0,
+    return host_info(
+        scenes.HOSTNAME, per_core=per_core, load_average=(9.1, 8.7, 8.2), memory_gib=251, used_gib=71, swap_gib=8
     )
 
 

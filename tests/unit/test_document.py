@@ -16,28 +16,16 @@ from gputop.model import (
     DriverInfo,
     Gpu,
     GpuProcess,
-    HostInfo,
     HostProcess,
     Snapshot,
     frozen_reasons,
 )
 from gputop.table import render_text
+from tests.factories import host_info
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
-HOST = HostInfo(
-    hostname="trainer-01",
-    cpu_percent=12.5,
-    cpu_percent_per_core=(10.0, 15.0),
-    cpu_count=2,
-    usable_cpu_count=2,
-    load_average=(0.5, 0.4, 0.3),
-    memory_total_bytes=16 * 1024**3,
-    memory_used_bytes=4 * 1024**3,
-    memory_available_bytes=12 * 1024**3,
-    swap_total_bytes=0,
-    swap_used_bytes=0,
-)
+HOST = host_info(per_core=(10.0, 15.0), load_average=(0.5, 0.4, 0.3), memory_gib=16, used_gib=4)
 DRIVER = DriverInfo(DRIVER_OK, driver_version="550.90.07", cuda_version="12.4", nvml_version="12.550.90.07")
 
 
