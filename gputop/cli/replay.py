@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from gputop.cli import args as checks
-from gputop.cli.console import needs_textual
+from gputop.cli.console import error, needs_textual
 from gputop.ui.replay.time import JUMP_FORMS, parse_speed
 
 
@@ -44,7 +44,10 @@ def add_parser(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``gputop replay`` with parsed ``args``; returns the exit status."""
     try:
-        from gputop.ui.replay.app import run_replay
+        from gputop.ui.replay.app import CannotReplay, run_replay
     except ImportError as exc:
         return needs_textual(exc, "the replay")
-    return run_replay(args.replay_file, speed=args.speed, at=args.replay_at, pid=args.replay_pid, paused=args.paused)
+    try:
+        return run_replay(args.replay_file, args.speed, args.replay_at, args.replay_pid, args.paused)
+    except CannotReplay as exc:
+        return error(str(exc), exc.status)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from gputop.store import RecordingError, open_recording
 from gputop.ui.app import GputopApp
 from gputop.ui.replay.player import ReplayPlayer
@@ -19,15 +17,23 @@ def replay_app(player: ReplayPlayer, pid: int | None = None, user: str | None = 
     )
 
 
+class CannotReplay(Exception):
+    """The recording cannot be shown: why, in one line, and the exit status for it (2: bad input, 1: a
+    recording with nothing readable yet)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def run_replay(
     path: str, speed: float = 1.0, at: str | None = None, pid: int | None = None, paused: bool = False
 ) -> int:
-    """``gputop replay``: returns the exit status; bad input is one line on stderr."""
+    """``gputop replay``: returns the exit status once the user quits; ``CannotReplay`` before it starts."""
     try:
         recording = open_recording(path)
     except RecordingError as exc:
-        print(f"gputop: error: {exc}", file=sys.stderr)
-        return 2
+        raise CannotReplay(str(exc), 2) from None
     with recording:
         source = ReplaySource(recording)
         start_time = None
@@ -36,13 +42,11 @@ def run_replay(
             try:
                 start_time = resolve_time(at, start=times[0], end=times[-1], current=times[0])
             except ValueError as exc:
-                print(f"gputop: error: --at: {exc}", file=sys.stderr)
-                return 2
+                raise CannotReplay(f"--at: {exc}", 2) from None
         try:
             player = ReplayPlayer(source, speed=speed, start_time=start_time, play=not paused)
         except ReplayError as exc:
-            print(f"gputop: error: {exc}", file=sys.stderr)
-            return 1
+            raise CannotReplay(str(exc), 1) from None
         app = replay_app(player, pid)
         app.run()
     return app.return_code or 0
