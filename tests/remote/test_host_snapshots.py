@@ -11,7 +11,7 @@ import pytest
 from gputop.ui.app import GputopApp
 from gputop.ui.hosts.app import hosts_app
 from tests.remote import host_scenes
-from tests.ui.test_snapshots import LARGE, SMALL, settle
+from tests.ui.test_snapshots import LARGE, SMALL, two_frames
 
 
 def three_hosts() -> GputopApp:
@@ -20,12 +20,12 @@ def three_hosts() -> GputopApp:
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_three_hosts_one_of_them_down(snap_compare, size: tuple[int, int]) -> None:
-    assert snap_compare(three_hosts(), terminal_size=size, run_before=settle)
+    assert snap_compare(three_hosts(), terminal_size=size, run_before=two_frames)
 
 
 def test_the_dead_host_selected(snap_compare) -> None:
-    assert snap_compare(three_hosts(), terminal_size=(120, 40), press=["down", "down"], run_before=settle)
+    assert snap_compare(three_hosts(), terminal_size=(120, 40), press=["down", "down"], run_before=two_frames)
 
 
 def test_one_host_opened(snap_compare) -> None:
-    assert snap_compare(three_hosts(), terminal_size=SMALL, press=["down", "enter"], run_before=settle)
+    assert snap_compare(three_hosts(), terminal_size=SMALL, press=["down", "enter"], run_before=two_frames)
