@@ -83,7 +83,7 @@ def test_gputop_shows_what_the_capture_shows(path, tmp_path, sleepers):
             elif key in MEASURED:
                 assert got == pytest.approx(want), (where, key, got, want)
             else:
-                assert key in EXACT + ("memory_free_bytes",), key
+                assert key in (*EXACT, "memory_free_bytes"), key
                 assert got == want, (where, key, got, want)
         for key, value in shown.items():
             if value is None and key not in ("reason",):
