@@ -99,11 +99,9 @@ def _running_v1(base: str, handle: Any) -> list[_V1ProcessInfo]:
     ret = fn(handle, ctypes.byref(count), infos)
     if ret != NVML_SUCCESS:
         raise pynvml.NVMLError(ret)
-    result = list(infos[: count.value])
-    for info in result:
-        if info.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE:
-            info.usedGpuMemory = None
-    return result
+    # usedGpuMemory stays NVML_VALUE_NOT_AVAILABLE where the driver has no figure (``reported`` reads it): a
+    # ctypes integer field cannot hold None, and assigning it raised, losing every process of the GPU.
+    return list(infos[: count.value])
 
 
 def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> list[GpuProcess]:
