@@ -18,7 +18,7 @@ import typing
 import zlib
 from collections.abc import Callable, Mapping
 
-from gputop.model import Snapshot, frozen_reasons
+from gputop.model import Gpu, Snapshot, frozen_reasons
 from gputop.sanitize import printable
 
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -45,6 +45,11 @@ FORMAT_KEY = "format"
 V1_PROCESS_HOST_KEYS = ("visible", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status")
 """A version-1 process row's keys that belong to its host process."""
 V1_NOT_RECORDED = "not recorded"
+ADDED_LATER: dict[type, tuple[str, ...]] = {
+    Gpu: ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max"),
+}
+"""Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
+as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""
 """The reason for a host value that a version-1 process row did not carry (its parent, its thread count) when the
 snapshot's own ``host_processes`` does not have it either."""
 
@@ -188,6 +193,10 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
                     found[name] = field(value[name])
         except ValueError as exc:  # named on the way out, at no cost to the values that decode
             raise ValueError(f"{cls.__name__}.{name}: {exc}") from None
+        later = [name for name in ADDED_LATER.get(cls, ()) if name not in value]
+        if later:
+            reasons = dict(typing.cast("Mapping[str, str]", found.get("unavailable", {})))
+            found["unavailable"] = frozen_reasons({**dict.fromkeys(later, V1_NOT_RECORDED), **reasons})
         try:
             return cls(**found)
         except TypeError as exc:  # a field without a default is missing

@@ -41,6 +41,11 @@ GPU_KEYS = (
     "pcie_tx_bytes_per_s",
     "throttle_reasons",
     "ecc_uncorrected_volatile",
+    "ecc_enabled",
+    "pcie_link_gen",
+    "pcie_link_width",
+    "pcie_link_gen_max",
+    "pcie_link_width_max",
 )
 PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")

@@ -24,6 +24,8 @@ ACCESS_DENIED = "access denied"
 ZOMBIE = "zombie"
 MEASURING = "measuring"
 INVALID = "invalid value from the driver"
+NOT_REPORTED = "not reported by the driver"
+"""A value the call answered but marked not available (NVML_VALUE_NOT_AVAILABLE), e.g. a process's memory on WDDM."""
 
 # The states and kinds below are Literal types, so a misspelt one is a type error; the strings are what the JSON
 # documents, recordings and remote snapshots hold.
@@ -131,6 +133,11 @@ class Gpu:
     pcie_tx_bytes_per_s: int | None = None
     throttle_reasons: tuple[ThrottleReason, ...] | None = None
     ecc_uncorrected_volatile: int | None = None
+    ecc_enabled: bool | None = None
+    pcie_link_gen: int | None = None
+    pcie_link_width: int | None = None
+    pcie_link_gen_max: int | None = None
+    pcie_link_width_max: int | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
     @property

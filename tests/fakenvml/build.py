@@ -20,14 +20,22 @@ import shutil
 import subprocess
 import sys
 
-PROFILES = ("r470", "r535", "r550")
+PROFILES = ("r430", "r470", "r515", "r535", "r550", "r580", "next")
 
 LIBRARY_NAME = "libnvidia-ml.so.1"
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "fakenvml.c"
 BUILD_ROOT = HERE / "build"
 
-_PROFILE_MACROS = {"r470": "470", "r535": "535", "r550": "550"}
+_PROFILE_MACROS = {
+    "r430": "430",
+    "r470": "470",
+    "r515": "515",
+    "r535": "535",
+    "r550": "550",
+    "r580": "580",
+    "next": "999",
+}
 
 
 class BuildError(RuntimeError):

@@ -6,7 +6,8 @@
  * Python writer is tests/fakenvml/state.py). The file is re-read whenever it changes, so a test
  * can alter the "hardware" between two calls.
  *
- * The profile macro FAKENVML_PROFILE (470, 535 or 550) decides which symbols exist, mirroring
+ * The profile macro FAKENVML_PROFILE (430, 470, 515, 535, 550, 580, or 999 for "next") decides which
+ * symbols exist, mirroring
  * the driver branches: callers must cope with functions that are simply missing from older
  * drivers, and symbol presence is the only way pynvml can tell. Everything is built with
  * -fvisibility=hidden, so only functions marked EXPORT end up in the dynamic symbol table.
@@ -29,24 +30,38 @@
 
 #include <nvml.h>
 
-#if !defined(FAKENVML_PROFILE) || (FAKENVML_PROFILE != 470 && FAKENVML_PROFILE != 535 && FAKENVML_PROFILE != 550)
-#error "define FAKENVML_PROFILE as 470, 535 or 550"
+#if !defined(FAKENVML_PROFILE) ||                                                                \
+    (FAKENVML_PROFILE != 430 && FAKENVML_PROFILE != 470 && FAKENVML_PROFILE != 515 &&               \
+     FAKENVML_PROFILE != 535 && FAKENVML_PROFILE != 550 && FAKENVML_PROFILE != 580 && FAKENVML_PROFILE != 999)
+#error "define FAKENVML_PROFILE as 430, 470, 515, 535, 550, 580 or 999"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))
 
-#if FAKENVML_PROFILE == 470
+#if FAKENVML_PROFILE == 430
+#define DEFAULT_DRIVER_VERSION "430.26"
+#define DEFAULT_NVML_VERSION "10.430.26"
+#define DEFAULT_CUDA_VERSION 10020
+#elif FAKENVML_PROFILE == 470
 #define DEFAULT_DRIVER_VERSION "470.239.06"
 #define DEFAULT_NVML_VERSION "11.470.239.06"
 #define DEFAULT_CUDA_VERSION 11040
+#elif FAKENVML_PROFILE == 515
+#define DEFAULT_DRIVER_VERSION "515.105.01"
+#define DEFAULT_NVML_VERSION "11.515.105.01"
+#define DEFAULT_CUDA_VERSION 11070
 #elif FAKENVML_PROFILE == 535
 #define DEFAULT_DRIVER_VERSION "535.183.01"
 #define DEFAULT_NVML_VERSION "12.535.183.01"
 #define DEFAULT_CUDA_VERSION 12020
-#else
+#elif FAKENVML_PROFILE == 550
 #define DEFAULT_DRIVER_VERSION "550.90.07"
 #define DEFAULT_NVML_VERSION "12.550.90.07"
 #define DEFAULT_CUDA_VERSION 12040
+#else
+#define DEFAULT_DRIVER_VERSION "580.159.04"
+#define DEFAULT_NVML_VERSION "13.580.159.04"
+#define DEFAULT_CUDA_VERSION 13000
 #endif
 
 #define MAX_GPUS 64
@@ -103,7 +118,13 @@
     X(nvmlGpmSampleAlloc)                                                                        \
     X(nvmlGpmSampleFree)                                                                         \
     X(nvmlGpmSampleGet)                                                                          \
-    X(nvmlGpmMetricsGet)
+    X(nvmlGpmMetricsGet)                                                                         \
+    X(nvmlDeviceGetTemperatureV)                                                                 \
+    X(nvmlDeviceGetEccMode)                                                                      \
+    X(nvmlDeviceGetCurrPcieLinkGeneration)                                                       \
+    X(nvmlDeviceGetCurrPcieLinkWidth)                                                            \
+    X(nvmlDeviceGetMaxPcieLinkGeneration)                                                        \
+    X(nvmlDeviceGetMaxPcieLinkWidth)
 
 typedef enum {
 #define X(name) F_##name,
@@ -231,6 +252,11 @@ typedef struct {
     double gpm_sm_util;
     double gpm_sm_occupancy;
     double gpm_dram_bw_util;
+    unsigned int ecc_mode; /* nvmlEnableState_t: 1 enabled, 0 disabled */
+    unsigned int pcie_link_gen;
+    unsigned int pcie_link_width;
+    unsigned int pcie_link_gen_max;
+    unsigned int pcie_link_width_max;
     process_t *processes;
     size_t process_count, process_capacity;
     sample_t *samples;
@@ -284,6 +310,11 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(gpm_sm_util, T_DOUBLE),
     GPU_FIELD(gpm_sm_occupancy, T_DOUBLE),
     GPU_FIELD(gpm_dram_bw_util, T_DOUBLE),
+    GPU_FIELD(ecc_mode, T_UINT),
+    GPU_FIELD(pcie_link_gen, T_UINT),
+    GPU_FIELD(pcie_link_width, T_UINT),
+    GPU_FIELD(pcie_link_gen_max, T_UINT),
+    GPU_FIELD(pcie_link_width_max, T_UINT),
 };
 
 #define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
@@ -343,6 +374,11 @@ static void gpu_defaults(gpu_t *g)
     g->clock_sm_max_mhz = 1980;
     g->clock_mem_max_mhz = 2619;
     g->gpm_supported = 1;
+    g->ecc_mode = 1;
+    g->pcie_link_gen = 5;
+    g->pcie_link_width = 16;
+    g->pcie_link_gen_max = 5;
+    g->pcie_link_width_max = 16;
 }
 
 static void state_free(state_t *s)
@@ -1057,7 +1093,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
     RETURN(rc);
 }
 
-#if FAKENVML_PROFILE >= 535
+#if FAKENVML_PROFILE >= 515
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
     ENTER(nvmlDeviceGetMemoryInfo_v2);
@@ -1095,6 +1131,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtili
     RETURN(rc);
 }
 
+#if FAKENVML_PROFILE != 999 /* "next": a branch that dropped the deprecated call */
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                              unsigned int *temp)
 {
@@ -1112,6 +1149,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatur
     }
     RETURN(rc);
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
@@ -1308,12 +1346,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, un
     RETURN(running_processes(F_nvmlDeviceGetComputeRunningProcesses, device, 0, infoCount, infos, NULL));
 }
 
+#if FAKENVML_PROFILE >= 470 /* the v2 struct (MIG ids) came with R450 */
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
                                                             nvmlProcessInfo_v2_t *infos)
 {
     ENTER(nvmlDeviceGetComputeRunningProcesses_v2);
     RETURN(running_processes(F_nvmlDeviceGetComputeRunningProcesses_v2, device, 0, infoCount, NULL, infos));
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
                                                           nvmlProcessInfo_v1_t *infos)
@@ -1322,14 +1362,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, u
     RETURN(running_processes(F_nvmlDeviceGetGraphicsRunningProcesses, device, 1, infoCount, infos, NULL));
 }
 
+#if FAKENVML_PROFILE >= 470
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
                                                              nvmlProcessInfo_v2_t *infos)
 {
     ENTER(nvmlDeviceGetGraphicsRunningProcesses_v2);
     RETURN(running_processes(F_nvmlDeviceGetGraphicsRunningProcesses_v2, device, 1, infoCount, NULL, infos));
 }
+#endif
 
-#if FAKENVML_PROFILE >= 535
+#if FAKENVML_PROFILE >= 515
 /* The v3 ABI is the v2 struct (nvmlProcessInfo_t); only the symbol name differs. */
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                             nvmlProcessInfo_t *infos)
@@ -1597,5 +1639,70 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
         }
     }
     RETURN(NVML_SUCCESS);
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* ECC mode, PCIe link, versioned temperature                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending)
+{
+    ENTER(nvmlDeviceGetEccMode);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetEccMode, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (current == NULL || pending == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *current = *pending = g->ecc_mode ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)
+{
+    ENTER(nvmlDeviceGetCurrPcieLinkGeneration);
+    RETURN(get_uint_field(F_nvmlDeviceGetCurrPcieLinkGeneration, device, currLinkGen, offsetof(gpu_t, pcie_link_gen)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *currLinkWidth)
+{
+    ENTER(nvmlDeviceGetCurrPcieLinkWidth);
+    RETURN(get_uint_field(F_nvmlDeviceGetCurrPcieLinkWidth, device, currLinkWidth, offsetof(gpu_t, pcie_link_width)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)
+{
+    ENTER(nvmlDeviceGetMaxPcieLinkGeneration);
+    RETURN(get_uint_field(F_nvmlDeviceGetMaxPcieLinkGeneration, device, maxLinkGen, offsetof(gpu_t, pcie_link_gen_max)));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)
+{
+    ENTER(nvmlDeviceGetMaxPcieLinkWidth);
+    RETURN(get_uint_field(F_nvmlDeviceGetMaxPcieLinkWidth, device, maxLinkWidth, offsetof(gpu_t, pcie_link_width_max)));
+}
+
+#if FAKENVML_PROFILE >= 580
+/* The versioned form that replaces the deprecated nvmlDeviceGetTemperature; the real R580 exports both. */
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temperature)
+{
+    ENTER(nvmlDeviceGetTemperatureV);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetTemperatureV, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (temperature == NULL || (unsigned int)temperature->sensorType >= NVML_TEMPERATURE_COUNT) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (temperature->version != nvmlTemperature_v1) {
+            rc = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        } else if (temperature->sensorType != NVML_TEMPERATURE_GPU) {
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        } else {
+            temperature->temperature = (int)g->temperature_c;
+        }
+    }
+    RETURN(rc);
 }
 #endif

@@ -58,6 +58,9 @@ _MAX_TEXT_BYTES = 255  # the C side keeps strings in 256-byte buffers
 _U32 = 2**32 - 1
 _U64 = 2**64 - 1
 
+#: What a process's ``used_memory`` holds when the driver cannot tell (WDDM, some containers, vGPU).
+NVML_VALUE_NOT_AVAILABLE = _U64
+
 
 @dataclass
 class FakeProcess:
@@ -108,6 +111,11 @@ class FakeGpu:
     gpm_sm_util: float = 0.0
     gpm_sm_occupancy: float = 0.0
     gpm_dram_bw_util: float = 0.0
+    ecc_mode: bool = True  # nvmlDeviceGetEccMode's current (and pending) mode
+    pcie_link_gen: int = 5
+    pcie_link_width: int = 16
+    pcie_link_gen_max: int = 5
+    pcie_link_width_max: int = 16
     processes: list[FakeProcess] = field(default_factory=list)
     samples: list[FakeSample] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)  # NVML function name, or "*" for every device call
@@ -198,7 +206,7 @@ def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
             lines.append(f"{f.name} {_text(value, what)}")
         elif f.name in _FLOAT_FIELDS:
             lines.append(f"{f.name} {_float(value, what)}")
-        elif f.name == "gpm_supported":
+        elif f.name in ("gpm_supported", "ecc_mode"):
             if not isinstance(value, bool):
                 raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
             lines.append(f"{f.name} {int(value)}")

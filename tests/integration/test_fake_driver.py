@@ -7,6 +7,7 @@ these tests pin that behaviour down, one NVML semantic per test.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import pathlib
 import subprocess
@@ -430,11 +431,31 @@ COMMON = (
     "nvmlDeviceGetProcessUtilization",
 )
 HOOKS = ("fakenvmlCallCount", "fakenvmlResetCallCounts")
+ECC_MODE_AND_LINK = (
+    "nvmlDeviceGetEccMode",
+    "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth",
+    "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetMaxPcieLinkWidth",
+)
+V2_PROCESSES = ("nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetGraphicsRunningProcesses_v2")
+R515_ADDITIONS = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetMemoryInfo_v2",
+)
+R580_ADDITIONS = ("nvmlDeviceGetTemperatureV",)
+_R550 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + R535_ADDITIONS + R550_ADDITIONS)
 EXPECTED_SYMBOLS = {
-    "r470": set(COMMON + HOOKS),
-    "r535": set(COMMON + HOOKS + R535_ADDITIONS),
-    "r550": set(COMMON + HOOKS + R535_ADDITIONS + R550_ADDITIONS),
+    "r430": set(COMMON + HOOKS + ECC_MODE_AND_LINK) - set(V2_PROCESSES),
+    "r470": set(COMMON + HOOKS + ECC_MODE_AND_LINK),
+    "r515": set(COMMON + HOOKS + ECC_MODE_AND_LINK + R515_ADDITIONS),
+    "r535": set(COMMON + HOOKS + ECC_MODE_AND_LINK + R535_ADDITIONS),
+    "r550": _R550,
+    "r580": _R550 | set(R580_ADDITIONS),
+    "next": (_R550 | set(R580_ADDITIONS)) - {"nvmlDeviceGetTemperature"},
 }
+REAL_R580 = pathlib.Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-80gb-hbm3-r580-idle.nvml.json"
 
 
 def exported_symbols(library: pathlib.Path) -> set[str]:
@@ -448,6 +469,18 @@ def exported_symbols(library: pathlib.Path) -> set[str]:
 @pytest.mark.parametrize("profile", PROFILES)
 def test_profile_exports_exactly_its_symbols(profile: str) -> None:
     assert exported_symbols(build(profile) / LIBRARY_NAME) == EXPECTED_SYMBOLS[profile]
+
+
+def test_r580_exports_what_the_real_r580_exported() -> None:
+    """Symbols probed on a real H100 with driver 580.159.04: those the fake implements are in r580, and only the
+    ones the real driver had are."""
+    real = json.loads(REAL_R580.read_text())["symbols"]
+    implemented = set().union(*EXPECTED_SYMBOLS.values())
+    exported = exported_symbols(build("r580") / LIBRARY_NAME)
+    for name, present in real.items():
+        if name in implemented:
+            assert (name in exported) == present, name
+    assert {"nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"} <= exported
 
 
 def test_r470_lacks_v3_and_pynvml_raises_function_not_found(fake: Fake) -> None:

@@ -7,6 +7,7 @@ decoding a mask needs no driver.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from gputop.collect.nvml.errors import call
@@ -22,6 +23,11 @@ KIB = 1024
 """NVML's PCIe throughput is in KiB/s."""
 MILLI = 1000.0
 """NVML's power readings are in milliwatts."""
+PCIE_THROUGHPUT_REUSE_S = 1.0
+"""How long a PCIe throughput reading is reused. The driver samples the bus for 20 ms per call (two calls per GPU;
+measured on an H100 with R580), so ``--once``, whose two readings are 0.12 s apart, pays for it once, not twice."""
+TEMPERATURE_FUNCTIONS = ("nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature")
+"""Newest first: the versioned call (R555+) and the one it deprecates (which pynvml says CUDA 14 removes)."""
 
 # nvmlClocksEventReason* bits (nvml.h) and the model's names for them.
 CLOCK_EVENT_REASONS: tuple[tuple[int, ThrottleReason], ...] = (
@@ -54,8 +60,7 @@ def read_fast(slot: GpuSlot, variants: Variants, put: Put) -> None:
     util, why = call(slot.unsupported, "utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
     put("utilization_gpu_percent", None if util is None else float(util.gpu), why)
     put("utilization_memory_percent", None if util is None else float(util.memory), why)
-    temp, why = call(slot.unsupported, "temperature", pynvml.nvmlDeviceGetTemperature, h, pynvml.NVML_TEMPERATURE_GPU)
-    put("temperature_c", None if temp is None else float(temp), why)
+    read_temperature(slot, variants, put)
     power, why = call(slot.unsupported, "power", pynvml.nvmlDeviceGetPowerUsage, h)
     put("power_w", None if power is None else power / MILLI, why)
     fan, why = call(slot.unsupported, "fan", pynvml.nvmlDeviceGetFanSpeed, h)
@@ -91,6 +96,24 @@ def read_memory(slot: GpuSlot, variants: Variants, put: Put) -> None:
     put("memory_used_bytes", None if info is None else int(info.used), why)
     put("memory_free_bytes", None if info is None else int(info.free), why)
     put("memory_reserved_bytes", None, why or NOT_IN_DRIVER)
+
+
+def read_temperature(slot: GpuSlot, variants: Variants, put: Put) -> None:
+    """``nvmlDeviceGetTemperatureV``, else the deprecated ``nvmlDeviceGetTemperature`` (drivers before R555)."""
+    names = [variants.temperature_fn] if variants.temperature_fn else list(TEMPERATURE_FUNCTIONS)
+    why: str | None = NOT_IN_DRIVER
+    for name in names:
+        fn = getattr(pynvml, name, None)
+        if fn is None:
+            continue
+        temp, why = call(slot.unsupported, name, fn, slot.handle, pynvml.NVML_TEMPERATURE_GPU)
+        if temp is not None:
+            variants.temperature_fn = name
+            put("temperature_c", float(temp), None)
+            return
+        if why != NOT_IN_DRIVER:
+            break
+    put("temperature_c", None, why)
 
 
 def read_max_clocks(slot: GpuSlot, put: Put) -> None:
@@ -143,11 +166,7 @@ def read_slow(slot: GpuSlot) -> None:
 
     limit, why = call(slot.unsupported, "power_limit", pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
     put("power_limit_w", None if limit is None else limit / MILLI, why)
-    throughput = pynvml.nvmlDeviceGetPcieThroughput
-    rx, why = call(slot.unsupported, "pcie_rx", throughput, h, pynvml.NVML_PCIE_UTIL_RX_BYTES)
-    put("pcie_rx_bytes_per_s", None if rx is None else int(rx) * KIB, why)
-    tx, why = call(slot.unsupported, "pcie_tx", throughput, h, pynvml.NVML_PCIE_UTIL_TX_BYTES)
-    put("pcie_tx_bytes_per_s", None if tx is None else int(tx) * KIB, why)
+    read_pcie_throughput(slot, put)
     ecc, why = call(
         slot.unsupported,
         "ecc",
@@ -157,4 +176,36 @@ def read_slow(slot: GpuSlot) -> None:
         pynvml.NVML_VOLATILE_ECC,
     )
     put("ecc_uncorrected_volatile", ecc, why)
+    read_ecc_mode_and_link(slot, put)
     slot.slow, slot.slow_reasons = values, reasons
+
+
+def read_pcie_throughput(slot: GpuSlot, put: Put) -> None:
+    """PCIe RX and TX, reusing a reading younger than ``PCIE_THROUGHPUT_REUSE_S`` (each call takes 20 ms)."""
+    keys = ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s")
+    now = time.monotonic()
+    if slot.pcie_throughput_at is not None and now - slot.pcie_throughput_at < PCIE_THROUGHPUT_REUSE_S:
+        for key in keys:
+            put(key, slot.slow.get(key), slot.slow_reasons.get(key))
+        return
+    throughput = pynvml.nvmlDeviceGetPcieThroughput
+    rx, why = call(slot.unsupported, "pcie_rx", throughput, slot.handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+    put("pcie_rx_bytes_per_s", None if rx is None else int(rx) * KIB, why)
+    tx, why = call(slot.unsupported, "pcie_tx", throughput, slot.handle, pynvml.NVML_PCIE_UTIL_TX_BYTES)
+    put("pcie_tx_bytes_per_s", None if tx is None else int(tx) * KIB, why)
+    slot.pcie_throughput_at = now
+
+
+def read_ecc_mode_and_link(slot: GpuSlot, put: Put) -> None:
+    """Whether ECC is on, and the PCIe link's generation and width: now (an idle GPU drops to Gen 1) and at most."""
+    h = slot.handle
+    mode, why = call(slot.unsupported, "ecc_mode", pynvml.nvmlDeviceGetEccMode, h)
+    put("ecc_enabled", None if mode is None else int(mode[0]) == pynvml.NVML_FEATURE_ENABLED, why)
+    for key, name in (
+        ("pcie_link_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        ("pcie_link_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+        ("pcie_link_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        ("pcie_link_width_max", "nvmlDeviceGetMaxPcieLinkWidth"),
+    ):
+        value, why = call(slot.unsupported, key, getattr(pynvml, name), h)
+        put(key, None if value is None else int(value), why)

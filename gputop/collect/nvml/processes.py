@@ -33,6 +33,7 @@ from gputop.model import (
     GRAPHICS,
     NO_PERMISSION,
     NOT_IN_DRIVER,
+    NOT_REPORTED,
     UNSUPPORTED,
     GpuProcess,
     ProcessKind,
@@ -70,10 +71,18 @@ def running(
         found, why = call(slot.unsupported, f"{base}_v{variant}", fn, slot.handle)
         if found is not None:
             variants.processes[kind] = variant
-            return [(int(p.pid), p.usedGpuMemory) for p in found], None
+            return [(int(p.pid), reported(p.usedGpuMemory)) for p in found], None
         if why != NOT_IN_DRIVER:
             break
     return None, why
+
+
+def reported(used: int | None) -> int | None:
+    """A process's used memory, or None where the driver marks it not available (WDDM, some containers, vGPU).
+
+    pynvml turns NVML_VALUE_NOT_AVAILABLE into None in its v2/v3 wrappers; older pynvml releases did not.
+    """
+    return None if used is None or int(used) == NVML_VALUE_NOT_AVAILABLE else int(used)
 
 
 def _running_v1(base: str, handle: Any) -> list[_V1ProcessInfo]:
@@ -90,11 +99,9 @@ def _running_v1(base: str, handle: Any) -> list[_V1ProcessInfo]:
     ret = fn(handle, ctypes.byref(count), infos)
     if ret != NVML_SUCCESS:
         raise pynvml.NVMLError(ret)
-    result = list(infos[: count.value])
-    for info in result:
-        if info.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE:
-            info.usedGpuMemory = None
-    return result
+    # usedGpuMemory stays NVML_VALUE_NOT_AVAILABLE where the driver has no figure (``reported`` reads it): a
+    # ctypes integer field cannot hold None, and assigning it raised, losing every process of the GPU.
+    return list(infos[: count.value])
 
 
 def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> list[GpuProcess]:
@@ -121,7 +128,7 @@ def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> 
     for pid in sorted(kinds):
         reasons: dict[str, str] = {}
         if memory[pid] is None:
-            reasons["gpu_memory_bytes"] = UNSUPPORTED
+            reasons["gpu_memory_bytes"] = NOT_REPORTED
         sample = samples.get(pid)
         if sample is None:
             reasons["sm_percent"] = reasons["memory_bandwidth_percent"] = sample_why or "no recent sample"

@@ -18,6 +18,7 @@ class Variants:
 
     memory_v2: bool | None = None
     reasons_fn: str | None = None
+    temperature_fn: str | None = None
     processes: dict[ProcessKind, int] = field(default_factory=dict)
 
 
@@ -44,3 +45,5 @@ class GpuSlot:
     last_sample_us: int = 0
     gpm_sample: Any = None
     gpm_supported: bool | None = None
+    pcie_throughput_at: float | None = None
+    """When PCIe throughput was last read (monotonic): each read samples the bus for 20 ms, so it is reused a while."""
