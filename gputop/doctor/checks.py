@@ -107,7 +107,16 @@ def skipped(id: str, title: str, because: str) -> Check:
 
 def driver_check(session: nvml.Session) -> Check:
     title = "NVIDIA driver and NVML"
-    facts: dict[str, Fact] = {"pynvml_version": nvml.pynvml_version(), "init_ms": session.init_ms}
+    facts: dict[str, Fact] = {
+        "pynvml_version": nvml.pynvml_version(),
+        "init_ms": session.init_ms,
+        "driver_version": None,
+        "branch": None,
+        "nvml_version": None,
+        "cuda_driver_version": None,
+        "gpu_count": session.count,
+        "error": session.reason,
+    }
     if not session.started:
         return Check(
             "driver",
@@ -115,7 +124,7 @@ def driver_check(session: nvml.Session) -> Check:
             BLOCKED,
             session.reason or "NVML did not start",
             advice=(_init_advice(session.reason),),
-            facts={**facts, "error": session.reason},
+            facts=facts,
         )
     version, _ = session.system("nvmlSystemGetDriverVersion")
     nvml_version, _ = session.system("nvmlSystemGetNVMLVersion")
