@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from gputop import __version__
-from gputop.cli import demo, export, hosts, record, replay, report, run, stream, watch
+from gputop.cli import demo, doctor, export, hosts, record, replay, report, run, stream, watch
 from gputop.cli.args import Parser, UsageError, check_pid_exists
 from gputop.cli.console import error
 from gputop.remote.hostspec import HostsError
@@ -27,6 +27,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "record": record.main,
     "demo": demo.main,
     "replay": replay.main,
+    "doctor": doctor.main,
 }
 
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_options(parser)
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (stream, export, run, report, record, demo, replay):
+    for module in (stream, export, run, report, record, demo, replay, doctor):
         module.add_parser(commands)
     return parser
 

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterator
 from types import FrameType
 
+from gputop.sanitize import printable
+
 
 def tell(text: str) -> None:
     """Write to stderr; a terminal that has hung up (EIO) or a closed pipe loses the text, not the command."""
@@ -25,8 +27,9 @@ def say(message: str) -> None:
 
 
 def error(message: str, status: int = 2) -> int:
-    """``gputop: error: message`` on stderr; returns ``status``, the exit status for it."""
-    tell(f"gputop: error: {message}\n")
+    """``gputop: error: message`` on stderr, control characters in it shown, not obeyed (argparse repeats what was
+    typed); returns ``status``, the exit status for it."""
+    tell(f"gputop: error: {printable(message)}\n")
     return status
 
 

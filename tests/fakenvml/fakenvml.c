@@ -100,6 +100,7 @@
     X(nvmlDeviceGetEnforcedPowerLimit)                                                           \
     X(nvmlDeviceGetFanSpeed)                                                                     \
     X(nvmlDeviceGetPerformanceState)                                                             \
+    X(nvmlDeviceGetPersistenceMode)                                                              \
     X(nvmlDeviceGetClockInfo)                                                                    \
     X(nvmlDeviceGetMaxClockInfo)                                                                 \
     X(nvmlDeviceGetPcieThroughput)                                                               \
@@ -240,6 +241,7 @@ typedef struct {
     unsigned int power_limit_mw;
     unsigned int fan_percent;
     unsigned int pstate;
+    unsigned int persistence_mode;
     unsigned int clock_sm_mhz;
     unsigned int clock_mem_mhz;
     unsigned int clock_sm_max_mhz;
@@ -298,6 +300,7 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(power_limit_mw, T_UINT),
     GPU_FIELD(fan_percent, T_UINT),
     GPU_FIELD(pstate, T_UINT),
+    GPU_FIELD(persistence_mode, T_UINT),
     GPU_FIELD(clock_sm_mhz, T_UINT),
     GPU_FIELD(clock_mem_mhz, T_UINT),
     GPU_FIELD(clock_sm_max_mhz, T_UINT),
@@ -369,6 +372,7 @@ static void gpu_defaults(gpu_t *g)
     g->temperature_c = 35;
     g->power_mw = 70000;
     g->power_limit_mw = 700000;
+    g->persistence_mode = 1;
     g->clock_sm_mhz = 1980;
     g->clock_mem_mhz = 2619;
     g->clock_sm_max_mhz = 1980;
@@ -1179,6 +1183,22 @@ EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstat
             rc = NVML_ERROR_INVALID_ARGUMENT;
         } else {
             *pState = (nvmlPstates_t)g->pstate;
+        }
+    }
+    RETURN(rc);
+}
+
+/* Every branch has it; the GPU's driver state is kept loaded between clients only while it is on. */
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+    ENTER(nvmlDeviceGetPersistenceMode);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetPersistenceMode, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (mode == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *mode = g->persistence_mode ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
         }
     }
     RETURN(rc);

@@ -99,6 +99,7 @@ class FakeGpu:
     power_limit_mw: int = 700_000
     fan_percent: int = 0
     pstate: int = 0
+    persistence_mode: int = 1  # nvmlDeviceGetPersistenceMode: 1 enabled, 0 disabled
     clock_sm_mhz: int = 1980
     clock_mem_mhz: int = 2619
     clock_sm_max_mhz: int = 1980

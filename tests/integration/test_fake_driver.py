@@ -114,6 +114,7 @@ def test_every_gpu_field_round_trips(fake: Fake) -> None:
         power_limit_mw=400_000,
         fan_percent=63,
         pstate=2,
+        persistence_mode=0,
         clock_sm_mhz=1410,
         clock_mem_mhz=1215,
         clock_sm_max_mhz=1500,
@@ -137,6 +138,8 @@ def test_every_gpu_field_round_trips(fake: Fake) -> None:
     assert pynvml.nvmlDeviceGetEnforcedPowerLimit(h) == 400_000
     assert pynvml.nvmlDeviceGetFanSpeed(h) == 63
     assert pynvml.nvmlDeviceGetPerformanceState(h) == 2
+    assert pynvml.nvmlDeviceGetPersistenceMode(h) == pynvml.NVML_FEATURE_DISABLED
+    assert pynvml.nvmlDeviceGetPersistenceMode(pynvml.nvmlDeviceGetHandleByIndex(0)) == pynvml.NVML_FEATURE_ENABLED
     assert pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM) == 1410
     assert pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_GRAPHICS) == 1410
     assert pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM) == 1215
@@ -419,6 +422,7 @@ COMMON = (
     "nvmlDeviceGetEnforcedPowerLimit",
     "nvmlDeviceGetFanSpeed",
     "nvmlDeviceGetPerformanceState",
+    "nvmlDeviceGetPersistenceMode",
     "nvmlDeviceGetClockInfo",
     "nvmlDeviceGetMaxClockInfo",
     "nvmlDeviceGetPcieThroughput",

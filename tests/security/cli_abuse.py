@@ -117,6 +117,10 @@ def invocations(files: Path) -> list[Invocation]:
         Invocation(("export", "--textfile", str(files / "no-such-dir"))),
         Invocation(("export", "--textfile", str(text))),
         Invocation(("--once", f"{ESCAPES}")),
+        Invocation(("doctor", "--bogus")),
+        Invocation(("doctor", "extra")),
+        Invocation(("doctor", "--json=yes")),
+        Invocation(("doctor", f"{ESCAPES}")),
     ]
     return cases
 

@@ -1,0 +1,181 @@
+"""The NVML side of ``gputop doctor``: one session of its own, timed, and the per-GPU questions it asks.
+
+Nothing here raises for an NVML error: each answer is a value or the reason there is none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from gputop.collect.nvml.errors import (
+    GONE,
+    INIT_REASONS,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+    NVML_ERROR_FUNCTION_NOT_FOUND,
+    NVML_ERROR_NO_PERMISSION,
+    NVML_ERROR_NOT_FOUND,
+    NVML_ERROR_NOT_SUPPORTED,
+    lost_reason,
+    nvml_code,
+    text,
+)
+from gputop.model import NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+
+T = TypeVar("T")
+
+LOST = "GPU is lost"
+
+
+def ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def why(exc: BaseException) -> str:
+    """An NVML error as one of the model's reasons (``unsupported``, ``not in this driver``, ...) or its text."""
+    code = nvml_code(exc)
+    if code == NVML_ERROR_NOT_SUPPORTED:
+        return UNSUPPORTED
+    if code in (NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_ARGUMENT_VERSION_MISMATCH) or isinstance(exc, AttributeError):
+        return NOT_IN_DRIVER
+    if code == NVML_ERROR_NO_PERMISSION:
+        return NO_PERMISSION
+    if code in GONE:
+        return LOST
+    return f"error: {text(exc)}"
+
+
+def ask(fn: Callable[[], T]) -> tuple[T | None, str | None]:
+    """``(value, None)`` or ``(None, reason)``."""
+    try:
+        return fn(), None
+    except Exception as exc:  # NVMLError subclasses, AttributeError for a wrapper this pynvml lacks
+        return None, why(exc)
+
+
+def pynvml_version() -> str | None:
+    for name in ("nvidia-ml-py", "pynvml"):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+@dataclass
+class Session:
+    """doctor's own NVML session: whether it started, how long the first calls took, one handle per GPU."""
+
+    started: bool = False
+    reason: str | None = None
+    init_ms: float | None = None
+    count: int | None = None
+    first_device_ms: float | None = None
+    handles: list[Any] = field(default_factory=list)
+    handle_reasons: list[str | None] = field(default_factory=list)
+
+    @classmethod
+    def open(cls) -> Session:
+        session = cls()
+        if pynvml is None:
+            session.reason = "the nvidia-ml-py package (module pynvml) is not installed"
+            return session
+        started = time.perf_counter()
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError, or OSError from a broken library
+            code = nvml_code(exc)
+            session.reason = (INIT_REASONS.get(code) if code is not None else None) or (
+                f"NVML initialisation failed: {text(exc)}"
+            )
+            return session
+        session.init_ms = ms_since(started)
+        session.started = True
+        try:
+            session.count = int(pynvml.nvmlDeviceGetCount())
+        except Exception as exc:
+            session.reason = f"NVML could not count the GPUs: {text(exc)}"
+            return session
+        for index in range(session.count):
+            started = time.perf_counter()
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                pynvml.nvmlDeviceGetName(handle)  # the first call that needs the GPU itself, not only its handle
+            except Exception as exc:
+                session.handles.append(None)
+                session.handle_reasons.append(lost_reason(exc)[1])
+            else:
+                session.handles.append(handle)
+                session.handle_reasons.append(None)
+            if index == 0:
+                session.first_device_ms = ms_since(started)
+        return session
+
+    def close(self) -> None:
+        if self.started:
+            with contextlib.suppress(Exception):  # a session that misbehaved: nothing left to do
+                pynvml.nvmlShutdown()
+            self.started = False
+
+    def system(self, name: str) -> tuple[Any, str | None]:
+        fn = getattr(pynvml, name, None)
+        if fn is None:
+            return None, NOT_IN_DRIVER
+        return ask(fn)
+
+    def usable(self) -> list[tuple[int, Any]]:
+        """``(index, handle)`` of every GPU whose handle could be fetched."""
+        return [(i, h) for i, h in enumerate(self.handles) if h is not None]
+
+
+def persistence(handle: Any) -> tuple[bool | None, str | None]:
+    mode, reason = ask(lambda: pynvml.nvmlDeviceGetPersistenceMode(handle))
+    return (None, reason) if mode is None else (mode == pynvml.NVML_FEATURE_ENABLED, None)
+
+
+@dataclass(frozen=True)
+class MigState:
+    current: bool | None
+    pending: bool | None
+    instances: int | None
+    reason: str | None
+
+
+def mig(handle: Any) -> MigState:
+    """MIG mode now and after the next reset, and the instances that exist when it is on."""
+    modes, reason = ask(lambda: pynvml.nvmlDeviceGetMigMode(handle))
+    if modes is None:
+        return MigState(None, None, None, reason)
+    current, pending = (bool(m == pynvml.NVML_DEVICE_MIG_ENABLE) for m in modes)
+    if not current:
+        return MigState(current, pending, None, None)
+    most, reason = ask(lambda: int(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)))
+    if most is None:
+        return MigState(current, pending, None, reason)
+    found = 0
+    for slot in range(most):
+        try:
+            pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except Exception as exc:
+            if nvml_code(exc) == NVML_ERROR_NOT_FOUND:
+                continue  # an empty slot
+            return MigState(current, pending, None, why(exc))
+        found += 1
+    return MigState(current, pending, found, None)
+
+
+def gpm(handle: Any) -> tuple[bool | None, str | None]:
+    """Whether the GPU has GPM (``nvmlGpmQueryDeviceSupport``), or why that is unknown."""
+    if not hasattr(pynvml, "nvmlGpmQueryDeviceSupport"):
+        return None, NOT_IN_DRIVER
+    support, reason = ask(lambda: pynvml.nvmlGpmQueryDeviceSupport(handle))
+    return (None, reason) if support is None else (bool(support.isSupportedDevice), None)

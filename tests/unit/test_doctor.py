@@ -1,0 +1,254 @@
+"""gputop doctor's verdicts, grouping and rendering, from plain values (no driver, no subprocess)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gputop.doctor import checks
+from gputop.doctor.checks import ProcView, TorchView, Unreadable
+from gputop.doctor.nvml import MigState, Session
+from gputop.doctor.render import render_check, render_text, report_to_dict
+from gputop.doctor.result import Check, Report
+from gputop.model import DRIVER_OK, DriverInfo, Gpu, GpuProcess, HostProcess, Snapshot
+from tests.factories import host_info
+
+pytestmark = pytest.mark.fast
+
+
+def snapshot(gpus: tuple[Gpu, ...] = (), processes: tuple[GpuProcess, ...] = (), hosts=()) -> Snapshot:
+    return Snapshot(
+        time=0.0,
+        host=host_info(),
+        driver=DriverInfo(DRIVER_OK, driver_version="550.90.07"),
+        gpus=gpus,
+        processes=processes,
+        host_processes=hosts,
+    )
+
+
+def test_spans_collapse_runs() -> None:
+    assert checks.spans([0, 1, 2, 3, 4, 5, 6, 7]) == "0–7"
+    assert checks.spans([5, 0, 2, 3, 7, 8]) == "0, 2–3, 5, 7–8"
+    assert checks.spans([4]) == "4"
+    assert checks.spans([]) == ""
+
+
+def test_branch_of_reads_the_major_version() -> None:
+    assert checks.branch_of("550.90.07") == 550
+    assert checks.branch_of("470.239.06") == 470
+    assert checks.branch_of(None) is None
+    assert checks.branch_of("x") is None
+
+
+def test_repeated_unreadable_fields_collapse_to_one_line_each() -> None:
+    gpus = tuple(Gpu(i, None, "H100", unavailable={"fan_percent": "unsupported"}) for i in range(8))
+    gpus = (*gpus[:2], Gpu(2, None, "H100", unavailable={"fan_percent": "unsupported", "power_w": "no permission"}))
+    hosts = tuple(HostProcess(pid, unavailable={"command": "access denied"}) for pid in (30, 10, 20))
+    found = checks.unreadable(snapshot(gpus, hosts=hosts))
+
+    assert [u.line() for u in found] == [
+        "fan_percent: unsupported on GPU 0–2",
+        "power_w: no permission on GPU 2",
+        "command: access denied for 3 processes (PID 10, 20, 30)",
+    ]
+
+
+def test_fields_check_is_ok_for_what_the_hardware_lacks_and_limited_for_what_can_be_fixed() -> None:
+    harmless = [Unreadable("gpu", "fan_percent", "unsupported", (0, 1))]
+    assert checks.fields_check(harmless).verdict == "ok"
+    assert checks.fields_check([]).summary == "every value was read"
+
+    fixable = [*harmless, Unreadable("gpu", "sm_activity_percent", "not in this driver", (0, 1))]
+    check = checks.fields_check(fixable)
+    assert check.verdict == "limited"
+    assert "sm_activity_percent: not in this driver on GPU 0–1" in check.details
+    assert any("upgrade the NVIDIA driver" in a for a in check.advice)
+    assert check.facts["unreadable"][1] == {  # type: ignore[index]
+        "owner": "gpu",
+        "field": "sm_activity_percent",
+        "reason": "not in this driver",
+        "where": [0, 1],
+    }
+
+
+def test_a_lost_gpu_limits_and_all_lost_block() -> None:
+    one = checks.gpus_check(snapshot((Gpu(0, "u0", "H100"), Gpu(1, "u1", "H100", state="lost", reason="fell off"))))
+    assert one.verdict == "limited"
+    assert one.summary == "1 GPU of 2 cannot be read: GPU 1"
+    assert "nvidia-smi -r -i 1" in one.advice[0]
+    every = checks.gpus_check(snapshot((Gpu(0, "u0", "H100", state="lost", reason="fell off"),)))
+    assert every.verdict == "blocked"
+
+
+def test_proc_check_names_the_hidepid_group() -> None:
+    view = ProcView(euid=1000, hidepid="2", hidepid_gid=27, ptrace_scope=1, others_visible=0, container=None)
+    check = checks.proc_check(view)
+    assert check.verdict == "limited"
+    assert "GID 27" in check.advice[0]
+    assert checks.proc_check(ProcView(0, "2", None, None, 5, "docker")).verdict == "ok"
+    assert checks.proc_check(ProcView(1000, None, None, None, 5, None)).verdict == "ok"
+
+
+def test_proc_mount_options_come_from_mountinfo() -> None:
+    text = (
+        "22 27 0:21 / /proc rw,relatime shared:13 - proc proc rw,hidepid=invisible,gid=27\n"
+        "23 27 0:22 / /sys rw - sysfs sysfs rw\n"
+    )
+    assert checks.proc_mount_options(text) == {"rw": "", "hidepid": "invisible", "gid": "27"}
+    assert checks.proc_mount_options("") == {}
+
+
+def test_container_kind() -> None:
+    assert checks.container_kind("0::/kubepods/pod1/abc", lambda p: False) == "kubepods"
+    assert checks.container_kind("0::/", lambda p: p == "/.dockerenv") == "docker"
+    assert checks.container_kind("0::/", lambda p: False) is None
+
+
+def test_nested_pid_namespace_is_a_limit_with_its_remedy() -> None:
+    assert checks.pid_namespace_check(False, 0).verdict == "ok"
+    nested = checks.pid_namespace_check(True, 3)
+    assert nested.verdict == "limited"
+    assert "3 GPU processes not visible" in nested.summary
+    assert nested.advice == ("run gputop on the host, or start the container with --pid=host",)
+
+
+def test_gpm_says_why_not() -> None:
+    names = {0: "Tesla V100-SXM2-32GB", 1: "NVIDIA H100 80GB HBM3"}
+    old_driver = checks.gpm_check({0: (None, "not in this driver"), 1: (None, "not in this driver")}, names, 470)
+    assert old_driver.verdict == "limited"
+    assert old_driver.summary == "R470 has no GPM (needs R520 or newer) on GPU 0–1"
+    volta = checks.gpm_check({0: (False, None), 1: (True, None)}, names, 550)
+    assert volta.summary == "GPU 0 has no GPM (Tesla V100-SXM2-32GB: GPM needs Hopper or newer)"
+    assert checks.gpm_check({1: (True, None)}, names, 550).verdict == "ok"
+    refused = checks.gpm_check({1: (None, "no permission")}, names, 550)
+    assert refused.advice == ("run gputop as root to read GPM",)
+
+
+def test_mig_modes() -> None:
+    assert checks.mig_check({0: MigState(False, False, None, None)}).summary == "MIG off on every GPU"
+    on = checks.mig_check({0: MigState(True, True, 3, None), 1: MigState(False, False, None, None)})
+    assert (on.verdict, on.details) == ("ok", ("GPU 0: MIG on, 3 instances",))
+    pending = checks.mig_check({0: MigState(False, True, None, None)})
+    assert pending.verdict == "limited"
+    assert "nvidia-smi -r -i 0" in pending.advice[0]
+    missing = checks.mig_check({0: MigState(None, None, None, "not in this driver")})
+    assert (missing.verdict, missing.summary) == ("ok", "MIG mode not readable: not in this driver on GPU 0")
+
+
+def test_persistence_off_is_a_limit_and_the_start_up_is_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    modes = {"h0": (True, None), "h1": (False, None), "h2": (None, "unsupported")}
+    monkeypatch.setattr(checks.nvml, "persistence", lambda handle: modes[handle])
+    session = Session(started=True, init_ms=8.8, count=3, first_device_ms=1503.2, handles=["h0", "h1", "h2"])
+    check = checks.persistence_check(session)
+    assert check.verdict == "limited"
+    assert check.summary == "persistence mode is off on GPU 1: start-up is slow"
+    assert check.details == ("nvmlInit took 8.8 ms, the first GPU call 1503.2 ms", "GPU 2: unsupported")
+    assert "sudo nvidia-smi -pm 1" in check.advice[0]
+    assert check.facts["persistence"] == {"0": True, "1": False, "2": "unsupported"}
+    modes["h1"] = (True, None)
+    assert checks.persistence_check(session).verdict == "ok"
+
+
+def test_torch_verdicts() -> None:
+    assert checks.torch_check(TorchView(installed=False), 2, "12.4").verdict == "ok"
+    cpu = checks.torch_check(TorchView(True, "2.13.0+cpu", None, False, 0), 2, "12.4")
+    assert cpu.verdict == "limited" and "CPU-only build" in cpu.summary
+    assert checks.torch_check(TorchView(True, "2.13.0+cpu", None, False, 0), 0, None).verdict == "ok"
+    too_new = checks.torch_check(TorchView(True, "2.5.0", "12.6", False, 0), 2, "12.2")
+    assert "supports CUDA 12.2 at most" in too_new.advice[0]
+    seen = checks.torch_check(TorchView(True, "2.5.0", "12.4", True, 2), 2, "12.4")
+    assert (seen.verdict, seen.summary.endswith("sees 2 GPUs")) == ("ok", True)
+
+
+def test_probe_dir_states(tmp_path: Path) -> None:
+    missing = checks.probe_dir_check(str(tmp_path / "probe"), "$GPUTOP_PROBE_DIR")
+    assert (missing.verdict, missing.facts["exists"]) == ("ok", False)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "123.json").write_text("{}")
+    ok = checks.probe_dir_check(str(private), "$GPUTOP_PROBE_DIR")
+    assert (ok.verdict, ok.facts["reports"], ok.facts["mode"]) == ("ok", 1, "700")
+    private.chmod(0o755)
+    open_dir = checks.probe_dir_check(str(private), "$GPUTOP_PROBE_DIR")
+    assert open_dir.verdict == "limited"
+    assert open_dir.advice == (f"chmod 700 {private}",)
+    not_dir = tmp_path / "file"
+    not_dir.write_text("")
+    assert checks.probe_dir_check(str(not_dir), "x").verdict == "limited"
+
+
+def test_a_check_that_raises_is_reported_and_the_rest_run() -> None:
+    def boom() -> Check:
+        raise ValueError("bad")
+
+    check = checks.isolated("mig", "MIG", boom)
+    assert (check.verdict, check.summary) == ("limited", "could not check: ValueError: bad")
+
+
+REPORT = Report(
+    (
+        Check("driver", "NVIDIA driver and NVML", "ok", "driver 550.90.07, 2 GPUs", ("branch R550",)),
+        Check("persistence", "Persistence", "limited", "off on GPU 1", advice=("sudo nvidia-smi -pm 1",)),
+        Check("mig", "MIG", "skipped", "not checked: NVML is not usable"),
+    )
+)
+
+
+def test_the_overall_verdict_is_the_worst_and_only_blocked_exits_1() -> None:
+    assert (REPORT.verdict, REPORT.exit_status) == ("limited", 0)
+    blocked = Report((*REPORT.checks, Check("driver", "NVIDIA driver", "blocked", "not loaded")))
+    assert (blocked.verdict, blocked.exit_status) == ("blocked", 1)
+    assert Report((Check("mig", "MIG", "skipped", "x"),)).verdict == "ok"
+
+
+def test_text_has_a_verdict_per_check_details_and_fix_lines() -> None:
+    assert render_text(REPORT) == (
+        "[ok]      NVIDIA driver and NVML: driver 550.90.07, 2 GPUs\n"
+        "            branch R550\n"
+        "[limited] Persistence: off on GPU 1\n"
+        "            fix: sudo nvidia-smi -pm 1\n"
+        "[skipped] MIG: not checked: NVML is not usable\n"
+        "\n"
+        "limited: gputop monitors this machine, with 1 limit (Persistence); the fix lines say how to lift each\n"
+    )
+
+
+def test_text_shows_escapes_from_outside_as_visible_text() -> None:
+    [line] = render_check(Check("probe_dir", "Probe", "ok", "dir \x1b]0;pwned\x07 ok"))
+    assert "\x1b" not in line and "\x07" not in line
+
+
+def test_json_document_shape() -> None:
+    doc = report_to_dict(REPORT, "1.2.3")
+    assert json.loads(json.dumps(doc)) == doc
+    assert list(doc) == ["doctor", "gputop_version", "verdict", "exit_status", "checks"]
+    assert (doc["doctor"], doc["verdict"], doc["exit_status"]) == (1, "limited", 0)
+    assert doc["checks"][1] == {
+        "id": "persistence",
+        "title": "Persistence",
+        "verdict": "limited",
+        "summary": "off on GPU 1",
+        "details": [],
+        "advice": ["sudo nvidia-smi -pm 1"],
+        "facts": {},
+    }
+
+
+def test_unreadable_reads_gpu_process_rows_too() -> None:
+    p = GpuProcess(7, 0, "compute", unavailable={"sm_percent": "no recent sample"})
+    [u] = checks.unreadable(snapshot((Gpu(0, None, "H100"),), (p,)))
+    assert (u.owner, u.line(), u.harmless) == (
+        "gpu_process",
+        "sm_percent: no recent sample for 1 GPU process (PID 7)",
+        True,
+    )
+
+
+def test_the_check_ids_are_those_docs_doctor_md_documents() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    for id in ("driver", "gpus", "persistence", "processes", "proc", "pid_namespace", "mig", "gpm", "fields"):
+        assert f"`{id}`" in doc
+    assert "`probe_dir`" in doc and "`torch`" in doc
