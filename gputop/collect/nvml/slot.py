@@ -44,3 +44,5 @@ class GpuSlot:
     last_sample_us: int = 0
     gpm_sample: Any = None
     gpm_supported: bool | None = None
+    mig_slots: list[Any] = field(default_factory=list)
+    """The GPU's MIG instances (``mig.MigSlot``), found on the slow cadence while it is in MIG mode."""
