@@ -60,6 +60,7 @@ def a100_mig(index: int = 0, **overrides: object) -> FakeGpu:
     values: dict[str, object] = {
         "name": "NVIDIA A100-SXM4-40GB",
         "memory_total": 40 * GIB,
+        "memory_used": 10 * GIB,
         "multiprocessor_count": 108,
         "gpm_supported": False,
     }

@@ -430,10 +430,23 @@ COMMON = (
     "nvmlDeviceGetProcessUtilization",
 )
 HOOKS = ("fakenvmlCallCount", "fakenvmlResetCallCounts")
+MIG_COMMON = (
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetAttributes",
+    "nvmlDeviceGetAttributes_v2",
+)
+"""MIG came with R450: every profile has it."""
+R535_MIG_ADDITIONS = ("nvmlGpmMigSampleGet",)
 EXPECTED_SYMBOLS = {
-    "r470": set(COMMON + HOOKS),
-    "r535": set(COMMON + HOOKS + R535_ADDITIONS),
-    "r550": set(COMMON + HOOKS + R535_ADDITIONS + R550_ADDITIONS),
+    "r470": set(COMMON + HOOKS + MIG_COMMON),
+    "r535": set(COMMON + HOOKS + MIG_COMMON + R535_ADDITIONS + R535_MIG_ADDITIONS),
+    "r550": set(COMMON + HOOKS + MIG_COMMON + R535_ADDITIONS + R535_MIG_ADDITIONS + R550_ADDITIONS),
 }
 
 
