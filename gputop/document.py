@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, Snapshot, TrainingView
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, MigInstance, Snapshot, TrainingView
 
 SCHEMA = 1
 
@@ -47,6 +47,22 @@ GPU_KEYS = (
     "pcie_link_gen_max",
     "pcie_link_width_max",
 )
+GPU_MIG_KEYS = ("mig_mode", "mig_pending_mode")
+"""Keys added to a GPU object after ``unavailable`` (schema 1 grows by new keys only), before its ``mig`` list."""
+MIG_KEYS = (
+    "index",
+    "gpu_instance_id",
+    "compute_instance_id",
+    "profile",
+    "uuid",
+    "multiprocessor_count",
+    "memory_total_bytes",
+    "memory_used_bytes",
+    "sm_activity_percent",
+    "tensor_activity_percent",
+)
+PROCESS_MIG_KEYS = ("mig_index", "gpu_instance_id", "compute_instance_id")
+"""A process row's MIG instance, after its ``unavailable``: null off MIG."""
 PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
 """A process row's keys from its host process, after those from its GPU side."""
@@ -70,7 +86,7 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _record(obj: Gpu | HostInfo, keys: tuple[str, ...]) -> dict[str, Any]:
+def _record(obj: Gpu | HostInfo | MigInstance, keys: tuple[str, ...]) -> dict[str, Any]:
     out = {key: _plain(getattr(obj, key)) for key in keys}
     unavailable = getattr(obj, "unavailable", None)
     if unavailable is not None:
@@ -85,6 +101,15 @@ def process_record(p: GpuProcess) -> dict[str, Any]:
     out = {key: _plain(getattr(p, key)) for key in PROCESS_GPU_KEYS}
     out.update((key, _plain(getattr(host, key))) for key in PROCESS_HOST_KEYS)
     out["unavailable"] = {**p.unavailable, **host.unavailable}
+    out.update((key, getattr(p, key)) for key in PROCESS_MIG_KEYS)
+    return out
+
+
+def gpu_record(g: Gpu) -> dict[str, Any]:
+    """One GPU object of schema 1: its keys, ``unavailable``, then its MIG mode and instances."""
+    out = _record(g, GPU_KEYS)
+    out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
+    out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
     return out
 
 
@@ -102,7 +127,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
             "cuda_version": driver.cuda_version,
             "nvml_version": driver.nvml_version,
         },
-        "gpus": [_record(g, GPU_KEYS) for g in snap.gpus],
+        "gpus": [gpu_record(g) for g in snap.gpus],
         "processes": [process_record(p) for p in snap.processes],
         "notices": list(snap.notices),
         "training": [training_to_dict(v) for v in snap.training],

@@ -26,6 +26,9 @@ MEASURING = "measuring"
 INVALID = "invalid value from the driver"
 NOT_REPORTED = "not reported by the driver"
 """A value the call answered but marked not available (NVML_VALUE_NOT_AVAILABLE), e.g. a process's memory on WDDM."""
+NOT_IN_MIG_MODE = "not available in MIG mode"
+"""NVML answers no utilization (GPU, memory controller, per process) on a GPU partitioned with MIG, nor on its
+instances: SM and tensor activity come from GPM per instance instead, on Hopper and newer."""
 
 # The states and kinds below are Literal types, so a misspelt one is a type error; the strings are what the JSON
 # documents, recordings and remote snapshots hold.
@@ -44,6 +47,11 @@ ProcessKind = Literal["compute", "graphics", "compute+graphics"]
 COMPUTE: Final = "compute"
 GRAPHICS: Final = "graphics"
 COMPUTE_GRAPHICS: Final = "compute+graphics"
+
+MigMode = Literal["enabled", "disabled"]
+"""Whether a GPU is partitioned into MIG instances (``nvmlDeviceGetMigMode``)."""
+MIG_ENABLED: Final = "enabled"
+MIG_DISABLED: Final = "disabled"
 
 ThrottleReason = Literal[
     "gpu_idle",
@@ -100,6 +108,42 @@ class DriverInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG device of a GPU in MIG mode: a compute instance inside a GPU instance, with its share of the GPU.
+
+    ``index`` is its slot under the parent GPU (``nvmlDeviceGetMigDeviceHandleByIndex``), the ``MIG Dev`` of
+    nvidia-smi; ``gpu_instance_id`` and ``compute_instance_id`` are what NVML's process lists name it by.
+    ``profile`` is the instance's profile as nvidia-smi writes it (``3g.40gb``). ``sm_activity_percent`` and
+    ``tensor_activity_percent`` come from GPM for this GPU instance (Hopper and newer): NVML has no utilization
+    in MIG mode.
+    """
+
+    index: int
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    profile: str | None = None
+    uuid: str | None = None
+    multiprocessor_count: int | None = None
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    sm_activity_percent: float | None = None
+    tensor_activity_percent: float | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def memory_used_fraction(self) -> float | None:
+        if not self.memory_total_bytes or self.memory_used_bytes is None:
+            return None
+        return self.memory_used_bytes / self.memory_total_bytes
+
+    @property
+    def label(self) -> str:
+        """How the dashboard names it in a process row: its profile and GPU instance id, ``3g.40gb#1``."""
+        gi = "?" if self.gpu_instance_id is None else str(self.gpu_instance_id)
+        return f"{self.profile or 'MIG'}#{gi}"
+
+
+@dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU at one moment.
 
@@ -139,12 +183,25 @@ class Gpu:
     pcie_link_gen_max: int | None = None
     pcie_link_width_max: int | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    mig_mode: MigMode | None = None
+    """``enabled`` when the GPU is partitioned into MIG instances; None (with a reason) where it has no MIG."""
+    mig_pending_mode: MigMode | None = None
+    """The MIG mode after the next GPU reset, when it differs from ``mig_mode`` a change is waiting."""
+    mig: tuple[MigInstance, ...] = ()
+    """Its MIG instances by slot; empty when MIG is off."""
 
     @property
     def memory_used_fraction(self) -> float | None:
         if not self.memory_total_bytes or self.memory_used_bytes is None:
             return None
         return self.memory_used_bytes / self.memory_total_bytes
+
+    def mig_instance(self, gpu_instance_id: int | None, compute_instance_id: int | None) -> MigInstance | None:
+        """The instance with these ids, if the GPU has it."""
+        for instance in self.mig:
+            if instance.gpu_instance_id == gpu_instance_id and instance.compute_instance_id == compute_instance_id:
+                return instance
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +245,11 @@ class GpuProcess:
     memory_bandwidth_percent: float | None = None
     host: HostProcess | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    mig_index: int | None = None
+    """The slot of the MIG instance it runs on (``MigInstance.index``); None off MIG."""
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    """NVML's ids of its MIG instance, from the process list; None off MIG."""
 
     @property
     def visible(self) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent
-from gputop.model import GPU_OK, Gpu, HostProcess, Snapshot
+from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
 from gputop.sanitize import printable
 
 
@@ -40,6 +40,44 @@ def _gpu_row(g: Gpu) -> list[str]:
     ]
 
 
+def _mig_rows(g: Gpu, processes: tuple[GpuProcess, ...]) -> list[list[str]]:
+    """A GPU's MIG instances, each under it: slot, profile and ids, SM activity, memory, tensor activity and
+    how many processes run on it (NVML has no utilization in MIG mode: Busy is left empty)."""
+    if g.state != GPU_OK or g.mig_mode != MIG_ENABLED:
+        return []
+    rows = []
+    for m in g.mig:
+        count = sum(1 for p in processes if p.gpu_index == g.index and p.mig_index == m.index)
+        rows.append(
+            [
+                "",
+                f"└ MIG {m.index}  {m.profile or NA}  GI {_id(m.gpu_instance_id)} CI {_id(m.compute_instance_id)}",
+                "",
+                fmt_percent(m.sm_activity_percent),
+                f"{fmt_bytes(m.memory_used_bytes)} / {fmt_bytes(m.memory_total_bytes)}",
+                "",
+                "",
+                "",
+                "",
+                f"tensor {fmt_percent(m.tensor_activity_percent)}  {count} process{'' if count == 1 else 'es'}",
+            ]
+        )
+    return rows
+
+
+def _id(value: int | None) -> str:
+    return NA if value is None else str(value)
+
+
+def _instance(snap: Snapshot, p: GpuProcess) -> str:
+    """The MIG column of a process row: its instance's profile and GPU instance id, ``3g.40gb#1``."""
+    gpu = next((g for g in snap.gpus if g.index == p.gpu_index), None)
+    found: MigInstance | None = next((m for m in gpu.mig if m.index == p.mig_index), None) if gpu else None
+    if found is not None:
+        return found.label
+    return "-" if p.gpu_instance_id is None else f"GI {p.gpu_instance_id}"
+
+
 def render_text(snap: Snapshot, width: int | None = None) -> str:
     """The snapshot as a plain table for terminals and logs: header, GPUs, then processes.
 
@@ -54,13 +92,17 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
     lines.extend(f"note: {n}" for n in snap.notices)
     if snap.gpus:
         header = ["GPU", "Name", "Busy", "SM", "Memory used / total", "Temp", "Power / limit", "Fan", "Perf"]
-        rows = [[*header, "Clocks SM / mem MHz"]] + [_gpu_row(g) for g in snap.gpus]
+        rows = [[*header, "Clocks SM / mem MHz"]]
+        for g in snap.gpus:
+            rows += [_gpu_row(g), *_mig_rows(g, snap.processes)]
         lines += ["", *_table(rows, right={0, 2, 3, 5, 7})]
     elif driver.ok:
         lines.append("No NVIDIA GPU found.")
     lines.append("")
     if snap.processes:
-        rows = [["GPU", "PID", "User", "Type", "GPU mem", "SM", "CPU", "Host mem", "Elapsed", "Command"]]
+        mig = any(g.mig_mode == MIG_ENABLED for g in snap.gpus)
+        rows = [["GPU", *(["MIG"] if mig else []), "PID", "User", "Type", "GPU mem", "SM", "CPU", "Host mem"]]
+        rows[0] += ["Elapsed", "Command"]
         for p in sorted(snap.processes, key=lambda p: (p.gpu_index, -(p.gpu_memory_bytes or 0), p.pid)):
             host = p.host or HostProcess(p.pid)
             elapsed = None if host.start_time is None else snap.time - host.start_time
@@ -69,6 +111,7 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
             rows.append(
                 [
                     str(p.gpu_index),
+                    *([_instance(snap, p)] if mig else []),
                     str(p.pid),
                     host.user or NA,
                     {"compute": "C", "graphics": "G"}.get(p.kind, "C+G"),
@@ -80,7 +123,8 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
                     command,
                 ]
             )
-        lines += [line[:width] for line in _table(rows, right={0, 1, 4, 5, 6, 7, 8})]
+        right = {0, 1, 4, 5, 6, 7, 8} if not mig else {0, 2, 5, 6, 7, 8, 9}
+        lines += [line[:width] for line in _table(rows, right=right)]
     elif snap.gpus:
         lines.append("No GPU processes.")
     # Outside text was made visible where it was read; this is the last line of defence before a terminal.

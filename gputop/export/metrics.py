@@ -20,10 +20,23 @@ from collections.abc import Callable, Iterable, Sequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 # Every clock-event (throttle) reason of the model is exported as 0 or 1.
-from gputop.model import GPU_OK, THROTTLE_REASONS, Advice, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
+from gputop.model import (
+    GPU_OK,
+    MIG_ENABLED,
+    THROTTLE_REASONS,
+    Advice,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    MigInstance,
+    Snapshot,
+)
 
 GPU_LABELS = ("gpu", "uuid", "name")
 PROCESS_LABELS = ("gpu", "pid")
+MIG_LABELS = ("gpu", "mig", "gpu_instance", "profile", "uuid")
+"""A MIG instance's series: its GPU's index, its slot, its GPU instance id, its profile (``3g.40gb``), its UUID."""
 ADVICE_LABELS = ("id", "severity", "pid")
 
 Number = float | int | None
@@ -78,6 +91,22 @@ GPU_GAUGES: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
     ),
 )
 
+MIG_GAUGES: tuple[tuple[str, str, Callable[[MigInstance], Number]], ...] = (
+    ("gputop_mig_memory_total_bytes", "Memory of the MIG instance.", lambda m: m.memory_total_bytes),
+    ("gputop_mig_memory_used_bytes", "Memory of the MIG instance in use.", lambda m: m.memory_used_bytes),
+    ("gputop_mig_multiprocessors", "Streaming multiprocessors of the MIG instance.", lambda m: m.multiprocessor_count),
+    (
+        "gputop_mig_sm_activity_ratio",
+        "Share of the MIG instance's SMs busy (NVML GPM for its GPU instance; Hopper and newer).",
+        lambda m: ratio(m.sm_activity_percent),
+    ),
+    (
+        "gputop_mig_tensor_activity_ratio",
+        "Share of time the MIG instance's SMs ran tensor instructions (NVML GPM; Hopper and newer).",
+        lambda m: ratio(m.tensor_activity_percent),
+    ),
+)
+
 PROCESS_GAUGES: tuple[tuple[str, str, Callable[[GpuProcess], Number]], ...] = (
     ("gputop_process_gpu_memory_bytes", "GPU memory the process holds on this GPU.", lambda p: p.gpu_memory_bytes),
     (
@@ -100,7 +129,8 @@ PROCESS_GAUGES: tuple[tuple[str, str, Callable[[GpuProcess], Number]], ...] = (
 
 def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]:
     """Every metric family of one snapshot. Families without a sample are left out."""
-    families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *host_families(snap.host)]
+    families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *mig_families(snap.gpus)]
+    families += host_families(snap.host)
     if per_process:
         families += process_families(snap.processes)
     return [f for f in families if f.samples]
@@ -166,6 +196,26 @@ def gpu_families(gpus: Sequence[Gpu]) -> list[Metric]:
         if g.ecc_uncorrected_volatile is not None:
             ecc.add_metric(gpu_labels(g), g.ecc_uncorrected_volatile)
     families.append(ecc)
+    return families
+
+
+def mig_labels(gpu: Gpu, instance: MigInstance) -> list[str]:
+    gi = "" if instance.gpu_instance_id is None else str(instance.gpu_instance_id)
+    return [str(gpu.index), str(instance.index), gi, instance.profile or "", instance.uuid or ""]
+
+
+def mig_families(gpus: Sequence[Gpu]) -> list[Metric]:
+    """Whether each GPU is in MIG mode (where it has MIG), and each instance's memory and activity."""
+    enabled = GaugeMetricFamily(
+        "gputop_gpu_mig_enabled", "Whether the GPU is partitioned into MIG instances (1) or not (0).", labels=GPU_LABELS
+    )
+    for g in gpus:
+        if g.mig_mode is not None:
+            enabled.add_metric(gpu_labels(g), int(g.mig_mode == MIG_ENABLED))
+    instances = [(g, m) for g in gpus if g.state == GPU_OK for m in g.mig]
+    families: list[Metric] = [enabled]
+    for name, help_text, read in MIG_GAUGES:
+        families.append(_gauge(name, help_text, MIG_LABELS, ((mig_labels(g, m), read(m)) for g, m in instances)))
     return families
 
 

@@ -10,7 +10,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gputop.model import COMPUTE, COMPUTE_GRAPHICS, GRAPHICS, GpuProcess, HostProcess, Snapshot, frozen_reasons
+from gputop.model import (
+    COMPUTE,
+    COMPUTE_GRAPHICS,
+    GRAPHICS,
+    MIG_ENABLED,
+    GpuProcess,
+    HostProcess,
+    Snapshot,
+    frozen_reasons,
+)
 
 DATALOADER_WORKER_NAME = "pt_data_worker"
 KIND_LABELS = {COMPUTE: "C", GRAPHICS: "G", COMPUTE_GRAPHICS: "C+G"}
@@ -43,6 +52,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("command", "COMMAND", 0),
 )
 WIDE_TABLE_MIN = 100
+MIG_COLUMN = Column("mig", "MIG", 10)
+"""The MIG instance a process runs on (``3g.40gb#1``: profile and GPU instance id), shown after the GPU column
+only while some GPU is in MIG mode."""
+
+
+def column_for(key: str) -> Column:
+    """The column of a sort key (the first column for one that is not known)."""
+    return next((c for c in (*COLUMNS, MIG_COLUMN) if c.key == key), COLUMNS[0])
+
+
+def any_mig(snap: Snapshot) -> bool:
+    """Whether some GPU of the snapshot is in MIG mode: the table then has a MIG column."""
+    return any(g.mig_mode == MIG_ENABLED for g in snap.gpus)
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,8 @@ class ProcessRow:
     """When the process started (epoch seconds): what a signal checks the PID still belongs to."""
     tree_prefix: str = ""
     unavailable: Mapping[str, str] = field(default_factory=lambda: frozen_reasons(None))
+    mig: str | None = None
+    """The MIG instance it runs on (``3g.40gb#1``), several joined by commas in the tree view; None off MIG."""
 
     @property
     def is_worker(self) -> bool:
@@ -119,7 +143,7 @@ def focus_family(snap: Snapshot, focus_pid: int) -> set[int]:
 
 def sort_rows(rows: list[ProcessRow], options: ViewOptions) -> list[ProcessRow]:
     """Rows in the chosen order; values that could not be read go last in either direction."""
-    column = next((c for c in COLUMNS if c.key == options.sort_key), COLUMNS[0])
+    column = column_for(options.sort_key)
     value = _SORT_VALUES[column.key]
     known = [r for r in rows if value(r) is not None]
     unknown = [r for r in rows if value(r) is None]
@@ -144,11 +168,26 @@ _SORT_VALUES: dict[str, Callable[[ProcessRow], Any]] = {
     "host_mem": lambda r: r.rss_bytes,
     "elapsed": lambda r: r.elapsed_s,
     "command": lambda r: r.command,
+    "mig": lambda r: r.mig,
 }
 
 
 def _elapsed(snap: Snapshot, start_time: float | None) -> float | None:
     return None if start_time is None else max(0.0, snap.time - start_time)
+
+
+def mig_label(snap: Snapshot, p: GpuProcess) -> str | None:
+    """How the table names the MIG instance a process runs on: its profile and GPU instance id."""
+    if p.mig_index is None and p.gpu_instance_id is None:
+        return None
+    gpu = next((g for g in snap.gpus if g.index == p.gpu_index), None)
+    for instance in gpu.mig if gpu is not None else ():
+        if instance.index == p.mig_index or (
+            p.mig_index is None
+            and (instance.gpu_instance_id, instance.compute_instance_id) == (p.gpu_instance_id, p.compute_instance_id)
+        ):
+            return instance.label
+    return f"GI {p.gpu_instance_id}" if p.gpu_instance_id is not None else None
 
 
 def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
@@ -168,6 +207,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         elapsed_s=_elapsed(snap, host.start_time),
         start_time=host.start_time,
         unavailable=frozen_reasons({**p.unavailable, **host.unavailable}),
+        mig=mig_label(snap, p),
     )
 
 
@@ -185,6 +225,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         if p.sm_percent is not None:
             sm = p.sm_percent if sm is None else max(sm, p.sm_percent)
     gpus = tuple(sorted({p.gpu_index for p in on_gpus}))
+    labels = sorted({label for label in (mig_label(snap, p) for p in on_gpus) if label is not None})
     kind = None if not kinds else kinds.pop() if len(kinds) == 1 else COMPUTE_GRAPHICS
     return ProcessRow(
         key=row_key(gpus, host.pid),
@@ -201,6 +242,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         elapsed_s=_elapsed(snap, host.start_time),
         start_time=host.start_time,
         unavailable=frozen_reasons(reasons),
+        mig=",".join(labels) or None,
     )
 
 

@@ -68,6 +68,7 @@
 #define STR_MAX 256
 #define FN_NAME_MAX 128
 #define NO_INSTANCE 0xFFFFFFFFu
+#define MAX_MIG 8 /* MIG device slots per GPU: 7 on A100/H100, one spare */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Call counters                                                                              */
@@ -125,7 +126,17 @@
     X(nvmlDeviceGetCurrPcieLinkGeneration)                                                       \
     X(nvmlDeviceGetCurrPcieLinkWidth)                                                            \
     X(nvmlDeviceGetMaxPcieLinkGeneration)                                                        \
-    X(nvmlDeviceGetMaxPcieLinkWidth)
+    X(nvmlDeviceGetMaxPcieLinkWidth)                                                             \
+    X(nvmlDeviceGetMigMode)                                                                      \
+    X(nvmlDeviceGetMaxMigDeviceCount)                                                            \
+    X(nvmlDeviceGetMigDeviceHandleByIndex)                                                       \
+    X(nvmlDeviceIsMigDeviceHandle)                                                               \
+    X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                              \
+    X(nvmlDeviceGetGpuInstanceId)                                                                \
+    X(nvmlDeviceGetComputeInstanceId)                                                            \
+    X(nvmlDeviceGetAttributes)                                                                   \
+    X(nvmlDeviceGetAttributes_v2)                                                                \
+    X(nvmlGpmMigSampleGet)
 
 typedef enum {
 #define X(name) F_##name,
@@ -228,6 +239,22 @@ typedef struct {
     unsigned int sm, mem, enc, dec;
 } sample_t;
 
+/* One MIG device (a compute instance in a GPU instance) of a GPU in MIG mode. */
+typedef struct {
+    unsigned int slot; /* nvmlDeviceGetMigDeviceHandleByIndex's index */
+    unsigned int gpu_instance_id, compute_instance_id;
+    unsigned int multiprocessor_count;
+    unsigned long long memory_total, memory_used;
+    double gpm_sm_util, gpm_any_tensor_util;
+    char uuid[STR_MAX];
+    char name[STR_MAX]; /* "NVIDIA H100 80GB HBM3 MIG 3g.40gb", as nvmlDeviceGetName answers on its handle */
+} mig_t;
+
+typedef struct {
+    unsigned int slot;
+    process_t process;
+} mig_process_t;
+
 typedef struct {
     char name[STR_MAX];
     char uuid[STR_MAX];
@@ -264,6 +291,16 @@ typedef struct {
     sample_t *samples;
     size_t sample_count, sample_capacity;
     error_list_t errors;
+    unsigned int mig_supported; /* 0: nvmlDeviceGetMigMode answers NOT_SUPPORTED (no MIG on this GPU) */
+    unsigned int mig_mode;
+    unsigned int mig_pending_mode;
+    unsigned int mig_max_devices;
+    unsigned int multiprocessor_count;
+    double gpm_any_tensor_util;
+    mig_t *migs;
+    size_t mig_count, mig_capacity;
+    mig_process_t *mig_processes;
+    size_t mig_process_count, mig_process_capacity;
 } gpu_t;
 
 typedef struct {
@@ -274,6 +311,8 @@ typedef struct {
     int cuda_version;
     nvmlReturn_t init_error;
     error_list_t errors;
+    unsigned int privileged;               /* the caller is root: a MIG GPU's own process list is the aggregate */
+    nvmlReturn_t mig_unprivileged_error; /* what that list answers others: SUCCESS (empty) or an error */
 } state_t;
 
 typedef enum { T_UINT, T_ULL, T_DOUBLE, T_STR } field_type_t;
@@ -318,6 +357,12 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(pcie_link_width, T_UINT),
     GPU_FIELD(pcie_link_gen_max, T_UINT),
     GPU_FIELD(pcie_link_width_max, T_UINT),
+    GPU_FIELD(mig_supported, T_UINT),
+    GPU_FIELD(mig_mode, T_UINT),
+    GPU_FIELD(mig_pending_mode, T_UINT),
+    GPU_FIELD(mig_max_devices, T_UINT),
+    GPU_FIELD(multiprocessor_count, T_UINT),
+    GPU_FIELD(gpm_any_tensor_util, T_DOUBLE),
 };
 
 #define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
@@ -344,6 +389,8 @@ struct nvmlDevice_st {
     unsigned int index;
 };
 static struct nvmlDevice_st g_handles[MAX_GPUS];
+/* MIG device handles: distinct addresses from the GPUs', one per (GPU, slot). */
+static struct nvmlDevice_st g_mig_handles[MAX_GPUS][MAX_MIG];
 
 static void *grow(void *items, size_t *capacity, size_t needed, size_t item_size)
 {
@@ -383,6 +430,9 @@ static void gpu_defaults(gpu_t *g)
     g->pcie_link_width = 16;
     g->pcie_link_gen_max = 5;
     g->pcie_link_width_max = 16;
+    g->mig_supported = 1;
+    g->mig_max_devices = 7;
+    g->multiprocessor_count = 132;
 }
 
 static void state_free(state_t *s)
@@ -391,6 +441,8 @@ static void state_free(state_t *s)
         free(s->gpus[i].processes);
         free(s->gpus[i].samples);
         free(s->gpus[i].errors.items);
+        free(s->gpus[i].migs);
+        free(s->gpus[i].mig_processes);
     }
     free(s->errors.items);
     memset(s, 0, sizeof(*s));
@@ -403,6 +455,8 @@ static void state_init_empty(state_t *s)
     snprintf(s->nvml_version, sizeof(s->nvml_version), "%s", DEFAULT_NVML_VERSION);
     s->cuda_version = DEFAULT_CUDA_VERSION;
     s->init_error = NVML_SUCCESS;
+    s->privileged = 1;
+    s->mig_unprivileged_error = NVML_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -538,6 +592,49 @@ static void parse_sample_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
     items[g->sample_count++] = s;
 }
 
+static void parse_mig_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
+{
+    char *f[10];
+    mig_t m;
+    memset(&m, 0, sizeof(m));
+    if (split_fields(value, f, 10) != 10 || !parse_uint(f[0], &m.slot) || m.slot >= MAX_MIG ||
+        !parse_uint(f[1], &m.gpu_instance_id) || !parse_uint(f[2], &m.compute_instance_id) ||
+        !parse_uint(f[3], &m.multiprocessor_count) || !parse_ull(f[4], ULLONG_MAX, &m.memory_total) ||
+        !parse_ull(f[5], ULLONG_MAX, &m.memory_used) || !parse_double(f[6], &m.gpm_sm_util) ||
+        !parse_double(f[7], &m.gpm_any_tensor_util) || strlen(f[8]) >= STR_MAX || strlen(f[9]) >= STR_MAX) {
+        warn(ctx, "bad mig line (want: mig SLOT GI CI SMS MEMORY_TOTAL MEMORY_USED SM TENSOR UUID NAME)", value);
+        return;
+    }
+    snprintf(m.uuid, sizeof(m.uuid), "%s", f[8]);
+    snprintf(m.name, sizeof(m.name), "%s", f[9]);
+    mig_t *items = grow(g->migs, &g->mig_capacity, g->mig_count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    g->migs = items;
+    items[g->mig_count++] = m;
+}
+
+static void parse_mig_process_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
+{
+    char *f[4];
+    mig_process_t p;
+    if (split_fields(value, f, 4) != 4 || !parse_uint(f[0], &p.slot) || !parse_uint(f[1], &p.process.pid) ||
+        !parse_ull(f[2], ULLONG_MAX, &p.process.used_memory) ||
+        (strcmp(f[3], "compute") != 0 && strcmp(f[3], "graphics") != 0)) {
+        warn(ctx, "bad mig_process line (want: mig_process SLOT PID USED_BYTES compute|graphics)", value);
+        return;
+    }
+    p.process.graphics = strcmp(f[3], "graphics") == 0;
+    mig_process_t *items =
+        grow(g->mig_processes, &g->mig_process_capacity, g->mig_process_count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    g->mig_processes = items;
+    items[g->mig_process_count++] = p;
+}
+
 static void parse_gpu_field(const parse_ctx_t *ctx, const char *key, const char *value, gpu_t *g)
 {
     for (size_t i = 0; i < GPU_FIELD_COUNT; i++) {
@@ -606,6 +703,10 @@ static void parse_line(const parse_ctx_t *ctx, char *line, state_t *s, gpu_t **c
         parse_process_line(ctx, value, g);
     } else if (g != NULL && strcmp(key, "sample") == 0) {
         parse_sample_line(ctx, value, g);
+    } else if (g != NULL && strcmp(key, "mig") == 0) {
+        parse_mig_line(ctx, value, g);
+    } else if (g != NULL && strcmp(key, "mig_process") == 0) {
+        parse_mig_process_line(ctx, value, g);
     } else if (g != NULL) {
         parse_gpu_field(ctx, key, value, g);
     } else if (strcmp(key, "driver_version") == 0) {
@@ -618,6 +719,17 @@ static void parse_line(const parse_ctx_t *ctx, char *line, state_t *s, gpu_t **c
             s->cuda_version = (int)v;
         } else {
             warn(ctx, "bad value", key);
+        }
+    } else if (strcmp(key, "privileged") == 0) {
+        if (!parse_uint(value, &s->privileged)) {
+            warn(ctx, "bad value", key);
+        }
+    } else if (strcmp(key, "mig_unprivileged_processes") == 0) {
+        if (strcmp(value, "empty") == 0) {
+            s->mig_unprivileged_error = NVML_SUCCESS;
+        } else if (!error_code_from_name(value, &s->mig_unprivileged_error)) {
+            warn(ctx, "unknown error name, using UNKNOWN", value);
+            s->mig_unprivileged_error = NVML_ERROR_UNKNOWN;
         }
     } else if (strcmp(key, "init_error") == 0) {
         if (!error_code_from_name(value, &s->init_error)) {
@@ -801,12 +913,74 @@ static nvmlReturn_t gpu_error(const gpu_t *g, fn_id f)
     return lookup_error(&g->errors, fn_names[f], 1);
 }
 
+/* A MIG device handle: which GPU and slot it is (either pointer may be NULL). */
+static int mig_handle_slot(nvmlDevice_t device, unsigned int *gpu, unsigned int *slot)
+{
+    uintptr_t base = (uintptr_t)&g_mig_handles[0][0];
+    uintptr_t p = (uintptr_t)device;
+    if (device == NULL || p < base || p >= base + sizeof(g_mig_handles) || (p - base) % sizeof(g_mig_handles[0][0])) {
+        return 0;
+    }
+    size_t n = (p - base) / sizeof(g_mig_handles[0][0]);
+    if (gpu != NULL) {
+        *gpu = (unsigned int)(n / MAX_MIG);
+    }
+    if (slot != NULL) {
+        *slot = (unsigned int)(n % MAX_MIG);
+    }
+    return 1;
+}
+
+static mig_t *find_mig(gpu_t *g, unsigned int slot)
+{
+    for (size_t i = 0; i < g->mig_count; i++) {
+        if (g->migs[i].slot == slot) {
+            return &g->migs[i];
+        }
+    }
+    return NULL;
+}
+
+/* The checks of a call on a MIG device handle: its GPU's injected errors apply, a GPU gone is lost, an instance
+ * gone (destroyed, or MIG turned off) leaves a stale handle that real drivers refuse as an invalid argument. */
+static nvmlReturn_t begin_mig(fn_id f, nvmlDevice_t device, gpu_t **gpu, mig_t **mig)
+{
+    if (g_refcount == 0) {
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    unsigned int index, slot;
+    if (!mig_handle_slot(device, &index, &slot)) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (index >= g_state.gpu_count) {
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    nvmlReturn_t rc = lookup_error(&g_state.errors, fn_names[f], 0);
+    if (rc == NVML_SUCCESS) {
+        rc = gpu_error(&g_state.gpus[index], f);
+    }
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    gpu_t *g = &g_state.gpus[index];
+    mig_t *m = g->mig_mode ? find_mig(g, slot) : NULL;
+    if (m == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *gpu = g;
+    *mig = m;
+    return NVML_SUCCESS;
+}
+
 static nvmlReturn_t begin_device(fn_id f, nvmlDevice_t device, gpu_t **out)
 {
     if (g_refcount == 0) {
         return NVML_ERROR_UNINITIALIZED;
     }
     unsigned int index;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        return NVML_ERROR_NOT_SUPPORTED; /* a GPU's query on a MIG device: those it answers check first */
+    }
     if (!handle_index(device, &index)) {
         return NVML_ERROR_INVALID_ARGUMENT;
     }
@@ -1062,6 +1236,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned 
 {
     ENTER(nvmlDeviceGetName);
     gpu_t *g;
+    mig_t *m;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        nvmlReturn_t rc = begin_mig(F_nvmlDeviceGetName, device, &g, &m);
+        RETURN(rc != NVML_SUCCESS ? rc : copy_string(m->name, name, length));
+    }
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetName, device, &g);
     RETURN(rc != NVML_SUCCESS ? rc : copy_string(g->name, name, length));
 }
@@ -1070,6 +1249,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned 
 {
     ENTER(nvmlDeviceGetUUID);
     gpu_t *g;
+    mig_t *m;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        nvmlReturn_t rc = begin_mig(F_nvmlDeviceGetUUID, device, &g, &m);
+        RETURN(rc != NVML_SUCCESS ? rc : copy_string(m->uuid, uuid, length));
+    }
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetUUID, device, &g);
     RETURN(rc != NVML_SUCCESS ? rc : copy_string(g->uuid, uuid, length));
 }
@@ -1083,6 +1267,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *m
 {
     ENTER(nvmlDeviceGetMemoryInfo);
     gpu_t *g;
+    mig_t *m;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        nvmlReturn_t rc = begin_mig(F_nvmlDeviceGetMemoryInfo, device, &g, &m);
+        if (rc == NVML_SUCCESS && memory == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (rc == NVML_SUCCESS) {
+            memory->total = m->memory_total;
+            memory->used = m->memory_used;
+            memory->free = sub_floor0(m->memory_total, m->memory_used);
+        }
+        RETURN(rc);
+    }
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMemoryInfo, device, &g);
     if (rc == NVML_SUCCESS) {
         if (memory == NULL) {
@@ -1102,6 +1298,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
 {
     ENTER(nvmlDeviceGetMemoryInfo_v2);
     gpu_t *g;
+    mig_t *m;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        nvmlReturn_t rc = begin_mig(F_nvmlDeviceGetMemoryInfo_v2, device, &g, &m);
+        if (rc == NVML_SUCCESS && memory == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (rc == NVML_SUCCESS && memory->version != nvmlMemory_v2) {
+            rc = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        } else if (rc == NVML_SUCCESS) {
+            memory->total = m->memory_total;
+            memory->reserved = 0;
+            memory->used = m->memory_used;
+            memory->free = sub_floor0(m->memory_total, m->memory_used);
+        }
+        RETURN(rc);
+    }
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMemoryInfo_v2, device, &g);
     if (rc == NVML_SUCCESS) {
         if (memory == NULL) {
@@ -1124,6 +1335,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtili
     ENTER(nvmlDeviceGetUtilizationRates);
     gpu_t *g;
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetUtilizationRates, device, &g);
+    if (rc == NVML_SUCCESS && g->mig_mode) {
+        rc = NVML_ERROR_NOT_SUPPORTED; /* no utilization in MIG mode, on the GPU or its instances */
+    }
     if (rc == NVML_SUCCESS) {
         if (utilization == NULL) {
             rc = NVML_ERROR_INVALID_ARGUMENT;
@@ -1313,13 +1527,108 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryE
 /* Running processes                                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
+/* One MIG process into the caller's array: the v2/v3 structs name its GPU and compute instance. */
+static void put_mig_process(const gpu_t *g, const mig_process_t *p, unsigned int n, nvmlProcessInfo_v1_t *infos_v1,
+                            nvmlProcessInfo_v2_t *infos_v2)
+{
+    if (infos_v1 != NULL) {
+        infos_v1[n].pid = p->process.pid;
+        infos_v1[n].usedGpuMemory = p->process.used_memory;
+        return;
+    }
+    const mig_t *m = find_mig((gpu_t *)g, p->slot);
+    infos_v2[n].pid = p->process.pid;
+    infos_v2[n].usedGpuMemory = p->process.used_memory;
+    infos_v2[n].gpuInstanceId = m != NULL ? m->gpu_instance_id : NO_INSTANCE;
+    infos_v2[n].computeInstanceId = m != NULL ? m->compute_instance_id : NO_INSTANCE;
+}
+
+/* A process list on a MIG device handle: that instance's processes, to any caller. */
+static nvmlReturn_t mig_running_processes(fn_id f, nvmlDevice_t device, int graphics, unsigned int *count,
+                                          nvmlProcessInfo_v1_t *infos_v1, nvmlProcessInfo_v2_t *infos_v2)
+{
+    gpu_t *g;
+    mig_t *m;
+    nvmlReturn_t rc = begin_mig(f, device, &g, &m);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (count == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    unsigned int needed = 0;
+    for (size_t i = 0; i < g->mig_process_count; i++) {
+        needed += g->mig_processes[i].slot == m->slot && g->mig_processes[i].process.graphics == graphics;
+    }
+    if (needed == 0) {
+        *count = 0;
+        return NVML_SUCCESS;
+    }
+    if ((infos_v1 == NULL && infos_v2 == NULL) || *count < needed) {
+        *count = needed;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->mig_process_count; i++) {
+        const mig_process_t *p = &g->mig_processes[i];
+        if (p->slot == m->slot && p->process.graphics == graphics) {
+            put_mig_process(g, p, n++, infos_v1, infos_v2);
+        }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+/* A process list on the parent of a MIG GPU: the aggregate of every instance's processes, but only to a
+ * privileged caller; others get an empty list (or the error the state names). */
+static nvmlReturn_t mig_aggregate_processes(const gpu_t *g, int graphics, unsigned int *count,
+                                            nvmlProcessInfo_v1_t *infos_v1, nvmlProcessInfo_v2_t *infos_v2)
+{
+    if (count == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (!g_state.privileged) {
+        if (g_state.mig_unprivileged_error != NVML_SUCCESS) {
+            return g_state.mig_unprivileged_error;
+        }
+        *count = 0;
+        return NVML_SUCCESS;
+    }
+    unsigned int needed = 0;
+    for (size_t i = 0; i < g->mig_process_count; i++) {
+        needed += g->mig_processes[i].process.graphics == graphics;
+    }
+    if (needed == 0) {
+        *count = 0;
+        return NVML_SUCCESS;
+    }
+    if ((infos_v1 == NULL && infos_v2 == NULL) || *count < needed) {
+        *count = needed;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    unsigned int n = 0;
+    for (size_t i = 0; i < g->mig_process_count; i++) {
+        if (g->mig_processes[i].process.graphics == graphics) {
+            put_mig_process(g, &g->mig_processes[i], n++, infos_v1, infos_v2);
+        }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
 /* Real semantics: a NULL array or a short count answers the needed count with
  * INSUFFICIENT_SIZE, except that no processes at all is a plain SUCCESS with count 0. */
 static nvmlReturn_t running_processes(fn_id f, nvmlDevice_t device, int graphics, unsigned int *count,
                                       nvmlProcessInfo_v1_t *infos_v1, nvmlProcessInfo_v2_t *infos_v2)
 {
     gpu_t *g;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        return mig_running_processes(f, device, graphics, count, infos_v1, infos_v2);
+    }
     nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc == NVML_SUCCESS && g->mig_mode) {
+        return mig_aggregate_processes(g, graphics, count, infos_v1, infos_v2);
+    }
     if (rc != NVML_SUCCESS) {
         return rc;
     }
@@ -1431,6 +1740,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlPro
     if (rc != NVML_SUCCESS) {
         RETURN(rc);
     }
+    if (g->mig_mode) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
     if (processSamplesCount == NULL) {
         RETURN(NVML_ERROR_INVALID_ARGUMENT);
     }
@@ -1469,6 +1781,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
     nvmlReturn_t rc = begin_device(F_nvmlDeviceGetProcessesUtilizationInfo, device, &g);
     if (rc != NVML_SUCCESS) {
         RETURN(rc);
+    }
+    if (g->mig_mode) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
     }
     nvmlProcessesUtilizationInfo_v1_t *info = procesesUtilInfo;
     if (info == NULL) {
@@ -1520,6 +1835,8 @@ struct nvmlGpmSample_st {
     double sm_util;
     double sm_occupancy;
     double dram_bw_util;
+    unsigned int gpu_instance_id; /* NO_INSTANCE for a whole GPU's sample (nvmlGpmSampleGet) */
+    double any_tensor_util;
 };
 
 static int gpm_sample_ok(const struct nvmlGpmSample_st *s)
@@ -1598,6 +1915,8 @@ EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSam
     gpmSample->sm_util = g->gpm_sm_util;
     gpmSample->sm_occupancy = g->gpm_sm_occupancy;
     gpmSample->dram_bw_util = g->gpm_dram_bw_util;
+    gpmSample->gpu_instance_id = NO_INSTANCE;
+    gpmSample->any_tensor_util = g->gpm_any_tensor_util;
     RETURN(NVML_SUCCESS);
 }
 
@@ -1616,7 +1935,8 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
     }
     const struct nvmlGpmSample_st *s1 = metricsGet->sample1, *s2 = metricsGet->sample2;
     if (!gpm_sample_ok(s1) || !gpm_sample_ok(s2) || !s1->taken || !s2->taken ||
-        s1->device_index != s2->device_index || metricsGet->numMetrics > NVML_GPM_METRIC_MAX) {
+        s1->device_index != s2->device_index || s1->gpu_instance_id != s2->gpu_instance_id ||
+        metricsGet->numMetrics > NVML_GPM_METRIC_MAX) {
         RETURN(NVML_ERROR_INVALID_ARGUMENT);
     }
     /* The samples belong to a GPU, so that GPU's injected errors (a lost GPU) apply here too. */
@@ -1641,6 +1961,12 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
             m->value = s2->sm_occupancy;
             m->metricInfo.shortName = "sm_occupancy";
             m->metricInfo.longName = "SM occupancy";
+            m->metricInfo.unit = "%";
+            break;
+        case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+            m->value = s2->any_tensor_util;
+            m->metricInfo.shortName = "any_tensor_util";
+            m->metricInfo.longName = "Any tensor utilization";
             m->metricInfo.unit = "%";
             break;
         case NVML_GPM_METRIC_DRAM_BW_UTIL:
@@ -1726,3 +2052,220 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperatu
     RETURN(rc);
 }
 #endif
+
+#if FAKENVML_PROFILE >= 450 /* MIG came with R450 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* MIG (multi-instance GPU, Ampere+)                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
+{
+    ENTER(nvmlDeviceGetMigMode);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMigMode, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (currentMode == NULL || pendingMode == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (!g->mig_supported) {
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        } else {
+            *currentMode = g->mig_mode ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+            *pendingMode = g->mig_pending_mode ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+    ENTER(nvmlDeviceGetMaxMigDeviceCount);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMaxMigDeviceCount, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (count == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (!g->mig_supported) {
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        } else {
+            *count = g->mig_max_devices < MAX_MIG ? g->mig_max_devices : MAX_MIG;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                        nvmlDevice_t *migDevice)
+{
+    ENTER(nvmlDeviceGetMigDeviceHandleByIndex);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetMigDeviceHandleByIndex, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (migDevice == NULL || index >= MAX_MIG || index >= g->mig_max_devices) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if (!g->mig_supported) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    if (!g->mig_mode || find_mig(g, index) == NULL) {
+        RETURN(NVML_ERROR_NOT_FOUND); /* an empty slot */
+    }
+    unsigned int gpu_index = (unsigned int)(g - g_state.gpus);
+    g_mig_handles[gpu_index][index].index = gpu_index;
+    *migDevice = &g_mig_handles[gpu_index][index];
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+    ENTER(nvmlDeviceIsMigDeviceHandle);
+    if (g_refcount == 0) {
+        RETURN(NVML_ERROR_UNINITIALIZED);
+    }
+    unsigned int index;
+    if (isMigDevice == NULL || (!mig_handle_slot(device, NULL, NULL) && !handle_index(device, &index))) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    *isMigDevice = (unsigned int)mig_handle_slot(device, NULL, NULL);
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device)
+{
+    ENTER(nvmlDeviceGetDeviceHandleFromMigDeviceHandle);
+    gpu_t *g;
+    mig_t *m;
+    nvmlReturn_t rc = begin_mig(F_nvmlDeviceGetDeviceHandleFromMigDeviceHandle, migDevice, &g, &m);
+    if (rc == NVML_SUCCESS) {
+        if (device == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            unsigned int index = (unsigned int)(g - g_state.gpus);
+            g_handles[index].index = index;
+            *device = &g_handles[index];
+        }
+    }
+    RETURN(rc);
+}
+
+static nvmlReturn_t instance_id(fn_id f, nvmlDevice_t device, unsigned int *id, int compute)
+{
+    gpu_t *g;
+    mig_t *m;
+    if (!mig_handle_slot(device, NULL, NULL)) {
+        nvmlReturn_t rc = begin_device(f, device, &g);
+        return rc != NVML_SUCCESS ? rc : NVML_ERROR_NOT_SUPPORTED; /* a GPU handle is no instance */
+    }
+    nvmlReturn_t rc = begin_mig(f, device, &g, &m);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (id == NULL) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *id = compute ? m->compute_instance_id : m->gpu_instance_id;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+    ENTER(nvmlDeviceGetGpuInstanceId);
+    RETURN(instance_id(F_nvmlDeviceGetGpuInstanceId, device, id, 0));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+    ENTER(nvmlDeviceGetComputeInstanceId);
+    RETURN(instance_id(F_nvmlDeviceGetComputeInstanceId, device, id, 1));
+}
+
+/* "3g.40gb" in "NVIDIA H100 80GB HBM3 MIG 3g.40gb": the slices are the number before the first 'g'. */
+static unsigned int profile_slices(const char *name)
+{
+    const char *mig = strstr(name, "MIG ");
+    unsigned int slices = 0;
+    if (mig != NULL) {
+        for (const char *c = mig + 4; isdigit((unsigned char)*c); c++) {
+            slices = slices * 10 + (unsigned int)(*c - '0');
+        }
+    }
+    return slices;
+}
+
+static nvmlReturn_t attributes(fn_id f, nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+    gpu_t *g;
+    mig_t *m;
+    nvmlReturn_t rc;
+    if (mig_handle_slot(device, NULL, NULL)) {
+        rc = begin_mig(f, device, &g, &m);
+        if (rc == NVML_SUCCESS && attributes != NULL) {
+            memset(attributes, 0, sizeof(*attributes));
+            attributes->multiprocessorCount = m->multiprocessor_count;
+            attributes->gpuInstanceSliceCount = profile_slices(m->name);
+            attributes->computeInstanceSliceCount = profile_slices(m->name);
+            attributes->memorySizeMB = m->memory_total >> 20;
+        }
+    } else {
+        rc = begin_device(f, device, &g);
+        if (rc == NVML_SUCCESS && attributes != NULL) {
+            memset(attributes, 0, sizeof(*attributes));
+            attributes->multiprocessorCount = g->multiprocessor_count;
+            attributes->memorySizeMB = g->memory_total >> 20;
+        }
+    }
+    return rc == NVML_SUCCESS && attributes == NULL ? NVML_ERROR_INVALID_ARGUMENT : rc;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes_)
+{
+    ENTER(nvmlDeviceGetAttributes_v2);
+    RETURN(attributes(F_nvmlDeviceGetAttributes_v2, device, attributes_));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes_)
+{
+    ENTER(nvmlDeviceGetAttributes);
+    RETURN(attributes(F_nvmlDeviceGetAttributes, device, attributes_));
+}
+
+#if FAKENVML_PROFILE >= 535
+/* A GPM sample of one GPU instance, taken through the parent GPU's handle. */
+EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample)
+{
+    ENTER(nvmlGpmMigSampleGet);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlGpmMigSampleGet, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (!gpm_sample_ok(gpmSample)) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if (!g->gpm_supported) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    const mig_t *m = NULL;
+    for (size_t i = 0; g->mig_mode && i < g->mig_count; i++) {
+        if (g->migs[i].gpu_instance_id == gpuInstanceId) {
+            m = &g->migs[i];
+            break;
+        }
+    }
+    if (m == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    gpmSample->taken = 1;
+    gpmSample->device_index = (unsigned int)(g - g_state.gpus);
+    gpmSample->timestamp_ns = now_ns(CLOCK_MONOTONIC);
+    gpmSample->sm_util = m->gpm_sm_util;
+    gpmSample->sm_occupancy = 0.0;
+    gpmSample->dram_bw_util = 0.0;
+    gpmSample->gpu_instance_id = gpuInstanceId;
+    gpmSample->any_tensor_util = m->gpm_any_tensor_util;
+    RETURN(NVML_SUCCESS);
+}
+#endif
+#endif /* FAKENVML_PROFILE >= 450 */

@@ -84,6 +84,36 @@ class FakeSample:
 
 
 @dataclass
+class FakeMigProcess:
+    """A process on one MIG instance, listed on the instance's handle (and in the parent's aggregate list)."""
+
+    pid: int
+    used_memory: int  # bytes
+    kind: str = "compute"  # "compute" | "graphics"
+
+
+@dataclass
+class FakeMigInstance:
+    """One MIG device (a compute instance in a GPU instance) of a GPU whose ``mig_mode`` is on.
+
+    ``slot`` is its index for ``nvmlDeviceGetMigDeviceHandleByIndex``; slots without an instance answer
+    ``NOT_FOUND``. Its name on its handle is the parent's name, ``MIG`` and the profile, as real drivers give it.
+    """
+
+    slot: int
+    gpu_instance_id: int
+    compute_instance_id: int = 0
+    profile: str = "3g.40gb"
+    uuid: str = "MIG-00000000-0000-0000-0000-000000000000"
+    multiprocessor_count: int = 60
+    memory_total: int = 40_802_189_312
+    memory_used: int = 0
+    gpm_sm_util: float = 0.0
+    gpm_any_tensor_util: float = 0.0
+    processes: list[FakeMigProcess] = field(default_factory=list)
+
+
+@dataclass
 class FakeGpu:
     """One fake GPU; every field maps onto one NVML query (see the README's table)."""
 
@@ -120,6 +150,13 @@ class FakeGpu:
     processes: list[FakeProcess] = field(default_factory=list)
     samples: list[FakeSample] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)  # NVML function name, or "*" for every device call
+    mig_supported: bool = True  # False: nvmlDeviceGetMigMode answers NOT_SUPPORTED
+    mig_mode: bool = False
+    mig_pending_mode: bool | None = None  # None: the same as mig_mode
+    mig_max_devices: int = 7
+    multiprocessor_count: int = 132
+    gpm_any_tensor_util: float = 0.0
+    mig: list[FakeMigInstance] = field(default_factory=list)
 
 
 @dataclass
@@ -132,11 +169,14 @@ class FakeState:
     cuda_version: int | None = None
     init_error: str | None = None  # e.g. "DRIVER_NOT_LOADED", "LIB_RM_VERSION_MISMATCH", "NO_PERMISSION"
     errors: dict[str, str] = field(default_factory=dict)  # system-level function name -> error name
+    privileged: bool = True  # the caller is root: a MIG GPU's own process list holds every instance's processes
+    mig_unprivileged_processes: str = "empty"  # what that list answers others: "empty", or an error name
 
 
 # Fields of FakeGpu written as plain "key value" lines, with the widest value NVML can carry.
 _TEXT_FIELDS = ("name", "uuid")
-_FLOAT_FIELDS = ("gpm_sm_util", "gpm_sm_occupancy", "gpm_dram_bw_util")
+_FLOAT_FIELDS = ("gpm_sm_util", "gpm_sm_occupancy", "gpm_dram_bw_util", "gpm_any_tensor_util")
+_BOOL_FIELDS = ("gpm_supported", "ecc_mode", "mig_supported", "mig_mode")
 _U64_FIELDS = (
     "memory_total",
     "memory_reserved",
@@ -144,7 +184,7 @@ _U64_FIELDS = (
     "clocks_event_reasons",
     "ecc_uncorrected_volatile",
 )
-_LIST_FIELDS = ("processes", "samples", "errors")
+_LIST_FIELDS = ("processes", "samples", "errors", "mig")
 
 
 def _text(value: object, what: str) -> str:
@@ -207,7 +247,9 @@ def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
             lines.append(f"{f.name} {_text(value, what)}")
         elif f.name in _FLOAT_FIELDS:
             lines.append(f"{f.name} {_float(value, what)}")
-        elif f.name in ("gpm_supported", "ecc_mode"):
+        elif f.name in _BOOL_FIELDS or f.name == "mig_pending_mode":
+            if f.name == "mig_pending_mode" and value is None:
+                value = gpu.mig_mode
             if not isinstance(value, bool):
                 raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
             lines.append(f"{f.name} {int(value)}")
@@ -228,6 +270,39 @@ def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
         ]
         lines.append("sample " + " ".join(numbers))
     lines.extend(_error_lines(gpu.errors, f"{where}.errors"))
+    lines.extend(_mig_lines(where, gpu))
+    return lines
+
+
+def _mig_lines(where: str, gpu: FakeGpu) -> list[str]:
+    lines = []
+    slots = set()
+    for i, m in enumerate(gpu.mig):
+        what = f"{where}.mig[{i}]"
+        slot = _uint(m.slot, what + ".slot", 7)
+        if m.slot in slots:
+            raise ValueError(f"{what}.slot: slot {m.slot} is taken twice")
+        slots.add(m.slot)
+        name = _text(f"{gpu.name} MIG {_word(m.profile, what + '.profile')}", what + ".profile")
+        numbers = [
+            slot,
+            _uint(m.gpu_instance_id, what + ".gpu_instance_id", _U32),
+            _uint(m.compute_instance_id, what + ".compute_instance_id", _U32),
+            _uint(m.multiprocessor_count, what + ".multiprocessor_count", _U32),
+            _uint(m.memory_total, what + ".memory_total", _U64),
+            _uint(m.memory_used, what + ".memory_used", _U64),
+            _float(m.gpm_sm_util, what + ".gpm_sm_util"),
+            _float(m.gpm_any_tensor_util, what + ".gpm_any_tensor_util"),
+            _word(m.uuid, what + ".uuid"),
+        ]
+        lines.append("mig " + " ".join(numbers) + " " + name)
+        for k, p in enumerate(m.processes):
+            pwhat = f"{what}.processes[{k}]"
+            if p.kind not in ("compute", "graphics"):
+                raise ValueError(f"{pwhat}.kind must be 'compute' or 'graphics': {p.kind!r}")
+            pid = _uint(p.pid, pwhat + ".pid", _U32)
+            used = _uint(p.used_memory, pwhat + ".used_memory", _U64)
+            lines.append(f"mig_process {slot} {pid} {used} {p.kind}")
     return lines
 
 
@@ -254,6 +329,13 @@ def render_state(state: FakeState) -> str:
     if state.init_error is not None:
         lines.append(f"init_error {_error_name(state.init_error, 'init_error')}")
     lines.extend(_error_lines(state.errors, "errors"))
+    if not isinstance(state.privileged, bool):
+        raise TypeError(f"privileged must be a bool, not {type(state.privileged).__name__}")
+    if not state.privileged:
+        lines.append("privileged 0")
+    if state.mig_unprivileged_processes != "empty":
+        answer = _error_name(state.mig_unprivileged_processes, "mig_unprivileged_processes")
+        lines.append(f"mig_unprivileged_processes {answer}")
     for index, gpu in enumerate(state.gpus):
         lines.extend(_gpu_lines(index, gpu))
     return "\n".join(lines) + "\n"

@@ -449,12 +449,26 @@ R515_ADDITIONS = (
     "nvmlDeviceGetMemoryInfo_v2",
 )
 R580_ADDITIONS = ("nvmlDeviceGetTemperatureV",)
-_R550 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + R535_ADDITIONS + R550_ADDITIONS)
+MIG_COMMON = (
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetAttributes",
+    "nvmlDeviceGetAttributes_v2",
+)
+"""MIG came with R450: every profile from r470 has it."""
+R535_MIG_ADDITIONS = ("nvmlGpmMigSampleGet",)
+_R470 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + MIG_COMMON)
+_R550 = _R470 | set(R535_ADDITIONS + R535_MIG_ADDITIONS + R550_ADDITIONS)
 EXPECTED_SYMBOLS = {
     "r430": set(COMMON + HOOKS + ECC_MODE_AND_LINK) - set(V2_PROCESSES),
-    "r470": set(COMMON + HOOKS + ECC_MODE_AND_LINK),
-    "r515": set(COMMON + HOOKS + ECC_MODE_AND_LINK + R515_ADDITIONS),
-    "r535": set(COMMON + HOOKS + ECC_MODE_AND_LINK + R535_ADDITIONS),
+    "r470": _R470,
+    "r515": _R470 | set(R515_ADDITIONS),
+    "r535": _R470 | set(R535_ADDITIONS + R535_MIG_ADDITIONS),
     "r550": _R550,
     "r580": _R550 | set(R580_ADDITIONS),
     "next": (_R550 | set(R580_ADDITIONS)) - {"nvmlDeviceGetTemperature"},

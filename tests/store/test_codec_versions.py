@@ -57,6 +57,9 @@ def test_format_2_nests_the_host_process_in_each_process_row_and_decodes_to_itse
         "memory_bandwidth_percent",
         "host",
         "unavailable",
+        "mig_index",  # the MIG instance, added within format 2: older readers ignore unknown keys
+        "gpu_instance_id",
+        "compute_instance_id",
     }
     assert row["host"]["pid"] == row["pid"] and row["host"]["user"] == "alice"
     assert snapshot_from_json(snapshot_json(snap)) == snap
@@ -97,19 +100,22 @@ def test_a_format_1_process_the_namespace_cannot_see_keeps_none_with_its_reasons
     }
 
 
-def without_later_gpu_keys(document: dict[str, Any]) -> dict[str, Any]:
-    """The document less the GPU keys added after format 1 (each null, its reason ``not recorded``)."""
-    gpus = []
+def older_keys(document: dict[str, Any]) -> dict[str, Any]:
+    """The document less the keys schema 1 gained after format 1, after checking they hold nothing: the GPU keys
+    read on the slow cadence (each null, its reason ``not recorded``) and the MIG keys. Every key the older gputop
+    wrote must be there unchanged."""
     for gpu in document["gpus"]:
         for key in ADDED_LATER[Gpu]:
             assert gpu.pop(key) is None
             assert gpu["unavailable"].pop(key) == V1_NOT_RECORDED
-        gpus.append(gpu)
-    return {**document, "gpus": gpus}
+        assert (gpu.pop("mig_mode"), gpu.pop("mig_pending_mode"), gpu.pop("mig")) == (None, None, [])
+    for row in document["processes"]:
+        assert (row.pop("mig_index"), row.pop("gpu_instance_id"), row.pop("compute_instance_id")) == (None,) * 3
+    return document
 
 
 def test_the_json_document_of_a_format_1_snapshot_is_the_one_the_older_gputop_wrote() -> None:
-    assert without_later_gpu_keys(snapshot_to_dict(v1_snapshot())) == V1_DOCUMENT
+    assert older_keys(snapshot_to_dict(v1_snapshot())) == V1_DOCUMENT
 
 
 def test_a_format_1_row_without_its_host_process_says_what_was_not_recorded() -> None:
@@ -133,7 +139,7 @@ def test_a_format_1_recording_still_opens_and_reads(tmp_path: Path) -> None:
         assert recording.damage is None
     assert [s.time - snaps[0].time for s in snaps] == [0, 1, 2]
     assert snaps[-1] == v1_snapshot()
-    assert without_later_gpu_keys(snapshot_to_dict(snaps[-1])) == V1_DOCUMENT
+    assert older_keys(snapshot_to_dict(snaps[-1])) == V1_DOCUMENT
 
 
 def test_a_new_recording_is_format_2_and_reads_back(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ which one the loaded driver really answered (``slot.Variants``):
 - memory: ``nvmlDeviceGetMemoryInfo_v2`` (separates reserved memory) → v1 (``used`` includes reserved);
 - clock reasons: ``nvmlDeviceGetCurrentClocksEventReasons`` (R535+) → ``...ThrottleReasons``: ``device.py``.
 
-SM activity comes from GPM where the GPU has it (``gpm.py``).
+SM activity comes from GPM where the GPU has it (``gpm.py``). A GPU partitioned with MIG is read by ``mig.py``:
+its instances, their processes (also for a caller who may not list the whole GPU's), GPM per instance.
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gputop.collect.nvml import device, gpm
+from gputop.collect.nvml import device, gpm, mig
 from gputop.collect.nvml.device import CLOCK_EVENT_REASONS, cuda_version_text, decode_clock_reasons
 from gputop.collect.nvml.errors import INIT_REASONS, GpuLost, lost_reason, nvml_code, text
 from gputop.collect.nvml.processes import read_processes
 from gputop.collect.nvml.slot import GpuSlot, Variants
-from gputop.model import DRIVER_OK, DRIVER_UNAVAILABLE, GPU_OK, DriverInfo, Gpu, GpuProcess, frozen_reasons
+from gputop.model import (
+    DRIVER_OK,
+    DRIVER_UNAVAILABLE,
+    GPU_OK,
+    UNSUPPORTED,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    frozen_reasons,
+)
 
 try:
     import pynvml
@@ -97,6 +107,7 @@ class NvmlCollector:
             return
         for slot in self._slots:
             gpm.drop(slot)
+            mig.close(slot)
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
         self._started = False
@@ -166,6 +177,7 @@ class NvmlCollector:
                 slot.processes = []
                 slot.process_notice = None
                 gpm.drop(slot)
+                mig.close(slot)
                 gpus.append(self._lost_gpu(slot))
                 continue
             gpus.append(gpu)
@@ -193,12 +205,23 @@ class NvmlCollector:
                 reasons[name] = reason
 
         device.read_fast(slot, self._variants, put)
-        gpm.read_sm_activity(slot, put)
-        if slow or not slot.slow:
+        in_mig = mig.read_mode(slot, put)
+        if in_mig:
+            put("sm_activity_percent", None, UNSUPPORTED)  # per instance only
+        else:
+            gpm.read_sm_activity(slot, put)
+        if slow or not slot.slow or (in_mig and not slot.mig_slots):
             device.read_slow(slot)
-            slot.processes = read_processes(slot, self._variants, self.sample_stale_s)
+            if in_mig:
+                mig.find_instances(slot)
+                slot.processes = mig.read_processes(slot, self._variants)
+            else:
+                slot.processes = read_processes(slot, self._variants, self.sample_stale_s)
         for name, value in slot.slow.items():
             put(name, value, slot.slow_reasons.get(name))
+        if in_mig:
+            mig.no_utilization(reasons)
+            values["mig"] = mig.read_instances(slot, self._variants)
 
         return Gpu(
             index=slot.index,

@@ -47,3 +47,5 @@ class GpuSlot:
     gpm_supported: bool | None = None
     pcie_throughput_at: float | None = None
     """When PCIe throughput was last read (monotonic): each read samples the bus for 20 ms, so it is reused a while."""
+    mig_slots: list[Any] = field(default_factory=list)
+    """The GPU's MIG instances (``mig.MigSlot``), found on the slow cadence while it is in MIG mode."""

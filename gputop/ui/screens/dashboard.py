@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from gputop.model import Snapshot
-from gputop.ui.process_rows import COLUMNS, ViewOptions, build_rows, focus_family
+from gputop.ui.process_rows import COLUMNS, ViewOptions, any_mig, build_rows, column_for, focus_family
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.signals import confirm_and_signal
@@ -41,7 +41,7 @@ DETAILED_TRAINING_MIN_HEIGHT = 40
 
 def options_summary(options: ViewOptions, shown: int) -> str:
     """The table's title: how many rows and which view options are on, so nothing hides silently."""
-    column = next(c for c in COLUMNS if c.key == options.sort_key)
+    column = column_for(options.sort_key)
     arrow = "▼" if column.descending != options.reverse else "▲"
     parts = [f"Processes {shown}", f"sort {column.title} {arrow}"]
     if options.tree:
@@ -133,7 +133,7 @@ class DashboardScreen(Screen[None]):
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
             panel.display = bool(gpus)
-        panel.show(gpus, app.history, snap.time)
+        panel.show(gpus, app.history, snap.time, snap.processes)
         self.query_one(HostPanel).show(snap.host)
         self._show_processes()
         self._show_training()
@@ -174,8 +174,8 @@ class DashboardScreen(Screen[None]):
             return
         rows = build_rows(snap, self.options)
         table = self.query_one(ProcessTable)
-        table.show(rows)
-        column = next(c for c in COLUMNS if c.key == self.options.sort_key)
+        table.show(rows, any_mig(snap))
+        column = column_for(self.options.sort_key)
         table.sort = (column.key, column.descending != self.options.reverse)
         set_border_title(table, options_summary(self.options, len(rows)))  # holds the filter's text
         self._note(self._empty_table_note() if not rows else "")

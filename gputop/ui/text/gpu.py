@@ -6,13 +6,14 @@ Every value that could not be read prints as N/A in the dim style; nothing unrea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_number, fmt_percent
-from gputop.model import GPU_LOST_STATE, GPU_OK, Gpu
+from gputop.model import GPU_LOST_STATE, GPU_OK, MIG_ENABLED, Gpu, GpuProcess, MigInstance
 from gputop.ui.text.bars import fit, meter
 
 THROTTLE_NAMES = {
@@ -70,6 +71,43 @@ def has_sm_activity(gpu: Gpu) -> bool:
     return gpu.sm_activity_percent is not None or gpu.unavailable.get("sm_activity_percent") == "measuring"
 
 
+def in_mig(gpu: Gpu) -> bool:
+    """Whether the GPU is partitioned into MIG instances: its card then has a row per instance instead of BUSY."""
+    return gpu.state == GPU_OK and gpu.mig_mode == MIG_ENABLED
+
+
+def card_line_count(gpu: Gpu) -> int:
+    """How many lines the inside of a GPU's card takes."""
+    if gpu.state != GPU_OK:
+        return 2
+    if in_mig(gpu):
+        return 3 + len(gpu.mig) + (0 if gpu.mig else 1)
+    return 5 if has_sm_activity(gpu) else 4
+
+
+def mig_title(gpu: Gpu) -> str:
+    """The card title's note on MIG: how many instances, and a mode change waiting for a reset."""
+    if gpu.state != GPU_OK or gpu.mig_mode is None:
+        return ""
+    note = ""
+    if gpu.mig_mode == MIG_ENABLED:
+        count = len(gpu.mig)
+        note = f"MIG · {count} instance{'' if count == 1 else 's'}"
+    if gpu.mig_pending_mode is not None and gpu.mig_pending_mode != gpu.mig_mode:
+        change = "MIG on after reset" if gpu.mig_pending_mode == MIG_ENABLED else "MIG off after reset"
+        note = f"{note} · {change}" if note else change
+    return note
+
+
+def mig_process_counts(gpu: Gpu, processes: Sequence[GpuProcess]) -> tuple[int, ...]:
+    """How many processes run on each of the GPU's MIG instances, in the order of ``gpu.mig``."""
+    counts = {m.index: 0 for m in gpu.mig}
+    for p in processes:
+        if p.gpu_index == gpu.index and p.mig_index in counts:
+            counts[p.mig_index] += 1
+    return tuple(counts[m.index] for m in gpu.mig)
+
+
 def spark_width(inner_width: int) -> int:
     """How many cells of a card line go to its sparkline."""
     return 0 if inner_width < 56 else min(SPARK_MAX, inner_width // 4)
@@ -125,8 +163,8 @@ def _memory_info(gpu: Gpu, p: Palette) -> Text:
     return info
 
 
-def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette) -> list[Text]:
-    """The inside of a GPU card, ``width`` cells wide."""
+def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette, mig_processes: Sequence[int] = ()) -> list[Text]:
+    """The inside of a GPU card, ``width`` cells wide; ``mig_processes`` counts each MIG instance's processes."""
     if gpu.state != GPU_OK:
         return [
             Text(gpu.reason or "no reason given", style=p.crit),
@@ -134,6 +172,15 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette) -> list[Text]:
         ]
     fraction = gpu.memory_used_fraction
     lines = [_bar_line("MEM", fraction, _memory_style(fraction, p), _memory_info(gpu, p), sparks.memory, width, p)]
+    if in_mig(gpu):
+        counts = list(mig_processes) + [0] * (len(gpu.mig) - len(mig_processes))
+        lines += [mig_line(m, n, width, p) for m, n in zip(gpu.mig, counts)]
+        if not gpu.mig:
+            lines.append(Text("MIG mode, no instance created (nvidia-smi mig -cgi … -C)", style=p.dim))
+        lines += _stat_lines(gpu, p)
+        for line in lines:
+            line.truncate(width)
+        return lines
     busy = _value(fmt_percent(gpu.utilization_gpu_percent).rjust(4), p)
     busy.append("   mem ctrl ", style=p.label)
     busy.append_text(_value(fmt_percent(gpu.utilization_memory_percent), p))
@@ -141,6 +188,15 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette) -> list[Text]:
     if has_sm_activity(gpu):
         sm = _value(fmt_percent(gpu.sm_activity_percent).rjust(4), p)
         lines.append(_bar_line("SM", _percent_of(gpu.sm_activity_percent), p.fill, sm, sparks.sm, width, p))
+    lines += _stat_lines(gpu, p)
+    for line in lines:
+        line.truncate(width)
+    return lines
+
+
+def _stat_lines(gpu: Gpu, p: Palette) -> list[Text]:
+    """Temperature, fan, performance state and power; then clocks and PCIe."""
+    lines = []
     hot = gpu.temperature_c is not None and gpu.temperature_c >= HOT_C
     stats = Text()
     for label, value, style in (
@@ -162,9 +218,62 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette) -> list[Text]:
     links.append(" tx ", style=p.label)
     links.append_text(_value(_rate(gpu.pcie_tx_bytes_per_s), p))
     lines.append(links)
-    for line in lines:
-        line.truncate(width)
     return lines
+
+
+def _instance_memory(instance: MigInstance, p: Palette) -> Text:
+    info = _value(fmt_bytes(instance.memory_used_bytes), p)
+    info.append(" / ")
+    info.append_text(_value(fmt_bytes(instance.memory_total_bytes), p))
+    return info
+
+
+def _activity(label: str, value: float | None, p: Palette) -> Text:
+    text = Text(label, style=p.label)
+    text.append_text(_value(fmt_percent(value).rjust(4), p))
+    return text
+
+
+def mig_line(instance: MigInstance, processes: int, width: int, p: Palette) -> Text:
+    """One MIG instance under its GPU: slot, profile and GPU instance id, a memory bar, SM and tensor activity
+    (GPM, N/A before Hopper), and how many processes run on it."""
+    gi = "?" if instance.gpu_instance_id is None else str(instance.gpu_instance_id)
+    line = Text(f" {instance.index} ", style=p.label)
+    line.append(fit(instance.profile or NA, 8))
+    line.append(f" GI {gi:<3}", style=p.label)
+    fraction = instance.memory_used_fraction
+    memory = _instance_memory(instance, p)
+    activity = _activity("  SM ", instance.sm_activity_percent, p)
+    activity.append_text(_activity("  tensor ", instance.tensor_activity_percent, p))
+    count = Text(f"  {processes} proc{'' if processes == 1 else 's'}", style=p.label if processes else p.dim)
+    rest = 1 + max(19, memory.cell_len) + activity.cell_len + count.cell_len
+    bar = max(4, width - line.cell_len - rest)
+    line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
+    line.append(" ")
+    memory.pad_right(max(0, 19 - memory.cell_len))
+    line.append_text(memory)
+    line.append_text(activity)
+    line.append_text(count)
+    line.truncate(width)
+    return line
+
+
+def compact_mig_line(instance: MigInstance, processes: int, width: int, p: Palette) -> Text:
+    """One MIG instance on one line below its GPU's compact row."""
+    gi = "?" if instance.gpu_instance_id is None else str(instance.gpu_instance_id)
+    line = Text(f"   └ {instance.index} ", style=p.label)
+    line.append(fit(instance.profile or NA, 8))
+    line.append(f" GI {gi:<3}", style=p.label)
+    fraction = instance.memory_used_fraction
+    line.append(" MEM ", style=p.label)
+    bar = 12 if width >= 120 else 6
+    line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
+    line.append_text(_value(fmt_percent(_times_100(fraction)).rjust(5), p))
+    line.append_text(_activity("  SM ", instance.sm_activity_percent, p))
+    line.append_text(_activity("  TC ", instance.tensor_activity_percent, p))
+    line.append(f"  {processes} proc{'' if processes == 1 else 's'}", style=p.label if processes else p.dim)
+    line.truncate(width)
+    return line
 
 
 def _rate(bytes_per_s: int | None) -> str:
@@ -201,9 +310,13 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
     line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
     line.append(" ")
     line.append_text(memory)
-    line.append(" BUSY ", style=p.label)
-    line.append_text(meter(_percent_of(gpu.utilization_gpu_percent), bar, p.fill, p.track))
-    line.append_text(_value(fmt_percent(gpu.utilization_gpu_percent).rjust(5), p))
+    if in_mig(gpu):
+        count = len(gpu.mig)
+        line.append(fit(f" MIG · {count} instance{'' if count == 1 else 's'}", bar + 11), style=p.label)
+    else:
+        line.append(" BUSY ", style=p.label)
+        line.append_text(meter(_percent_of(gpu.utilization_gpu_percent), bar, p.fill, p.track))
+        line.append_text(_value(fmt_percent(gpu.utilization_gpu_percent).rjust(5), p))
     if has_sm_activity(gpu):
         line.append(" SM ", style=p.label)
         line.append_text(_value(fmt_percent(gpu.sm_activity_percent).rjust(4), p))

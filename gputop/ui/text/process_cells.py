@@ -38,6 +38,8 @@ def cell_text(row: ProcessRow, key: str) -> str:
         return ",".join(map(str, row.gpus)) or NOT_ON_GPU
     if key == "pid":
         return str(row.pid)
+    if key == "mig":
+        return row.mig or NOT_ON_GPU
     if key == "user":
         return row.user or NA
     if key == "kind":

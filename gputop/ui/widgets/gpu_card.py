@@ -16,9 +16,13 @@ from gputop.ui.history import GpuHistory
 from gputop.ui.text.gpu import (
     Palette,
     Sparks,
+    card_line_count,
     card_lines,
     compact_line,
+    compact_mig_line,
     has_sm_activity,
+    in_mig,
+    mig_title,
     spark_width,
     state_label,
     subtitle,
@@ -35,14 +39,14 @@ class CardView:
     sparks: Sparks
     compact: bool
     width: int
+    mig_processes: tuple[int, ...] = ()
+    """How many processes run on each MIG instance, in the order of ``gpu.mig``."""
 
     @property
     def line_count(self) -> int:
         if self.compact:
-            return 1
-        if self.gpu.state != GPU_OK:
-            return 2
-        return 5 if has_sm_activity(self.gpu) else 4
+            return 1 + (len(self.gpu.mig) if in_mig(self.gpu) else 0)
+        return card_line_count(self.gpu)
 
 
 class GpuCard(CachedComponentStyles, Widget):
@@ -59,7 +63,7 @@ class GpuCard(CachedComponentStyles, Widget):
         border-subtitle-style: bold;
     }
     GpuCard.-lost { border: round $error; border-title-color: $error; }
-    GpuCard.-compact { border: none; padding: 0; height: 1; }
+    GpuCard.-compact { border: none; padding: 0; height: auto; }
     GpuCard > .gpu-card--label { color: $text-muted; }
     GpuCard > .gpu-card--fill { color: $success; }
     GpuCard > .gpu-card--warn { color: $warning; }
@@ -85,12 +89,14 @@ class GpuCard(CachedComponentStyles, Widget):
         super().__init__(id=f"gpu-{index}")
         self.index = index
         self._reading: tuple[Gpu, GpuHistory | None, float] | None = None
+        self._mig_processes: tuple[int, ...] = ()
         self._strip_cache: tuple[object, list[Strip]] = (None, [])
         self.compact = False
 
-    def show(self, gpu: Gpu, history: GpuHistory | None, now: float) -> None:
-        """Take a new reading."""
+    def show(self, gpu: Gpu, history: GpuHistory | None, now: float, mig_processes: tuple[int, ...] = ()) -> None:
+        """Take a new reading (and, on a MIG GPU, how many processes run on each instance)."""
         self._reading = (gpu, history, now)
+        self._mig_processes = mig_processes
         if self.is_mounted:
             self._update_view()
 
@@ -125,13 +131,16 @@ class GpuCard(CachedComponentStyles, Widget):
                     busy=history.busy_percent.sparkline(cells, now),
                     sm=history.sm_percent.sparkline(cells, now),
                 )
-        self.view = CardView(gpu, sparks, self.compact, width)
+        self.view = CardView(gpu, sparks, self.compact, width, self._mig_processes)
 
     def watch_view(self, old: CardView | None, new: CardView | None) -> None:
         if new is None:
             return
         gpu = new.gpu
         title = f"{gpu.index}  {gpu.name or NA}  {state_label(gpu)}".rstrip()
+        mig = mig_title(gpu)
+        if mig:
+            title += f"  {mig}"
         note = subtitle(gpu) if gpu.state == GPU_OK else ""
         set_border_title(self, title)  # the GPU's name comes from the driver, or from a remote host
         set_border_subtitle(self, note)
@@ -177,6 +186,9 @@ class GpuCard(CachedComponentStyles, Widget):
         palette = self._palette()
         if view.compact:
             lines = [compact_line(view.gpu, view.sparks.busy, view.width, palette)]
+            if in_mig(view.gpu):
+                counts = view.mig_processes + (0,) * (len(view.gpu.mig) - len(view.mig_processes))
+                lines += [compact_mig_line(m, n, view.width, palette) for m, n in zip(view.gpu.mig, counts)]
         else:
-            lines = card_lines(view.gpu, view.sparks, view.width, palette)
+            lines = card_lines(view.gpu, view.sparks, view.width, palette, view.mig_processes)
         return [text_strip(line, view.width, self.base_style(), self.app.console) for line in lines]

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from textual.containers import Container
 from textual.css.scalar import Scalar
 
-from gputop.model import Gpu
+from gputop.model import Gpu, GpuProcess
 from gputop.ui.history import History
-from gputop.ui.text.gpu import has_sm_activity
+from gputop.ui.text.gpu import card_line_count, mig_process_counts
 from gputop.ui.widgets.gpu_card import GpuCard
 
 CARD_MIN_WIDTH = 72
@@ -22,7 +22,7 @@ def choose_layout(gpus: Sequence[Gpu], width: int, height_budget: int) -> tuple[
     if not gpus:
         return False, 1
     columns = max(1, min(len(gpus), width // CARD_MIN_WIDTH))
-    card_height = 2 + max(5 if has_sm_activity(g) else 4 for g in gpus)
+    card_height = 2 + max(card_line_count(g) for g in gpus)
     rows = math.ceil(len(gpus) / columns)
     if rows * card_height <= height_budget:
         return False, columns
@@ -50,8 +50,8 @@ class GpuPanel(Container):
         self._cards: list[GpuCard] = []
         self._budget = 0
 
-    def show(self, gpus: Sequence[Gpu], history: History, now: float) -> None:
-        """Draw these GPUs (already narrowed to the ones to show)."""
+    def show(self, gpus: Sequence[Gpu], history: History, now: float, processes: Sequence[GpuProcess] = ()) -> None:
+        """Draw these GPUs (already narrowed to the ones to show); ``processes`` are counted per MIG instance."""
         if [g.index for g in gpus] != [card.index for card in self._cards]:
             self.remove_children()
             self._cards = [GpuCard(g.index) for g in gpus]
@@ -59,7 +59,7 @@ class GpuPanel(Container):
         self._gpus = tuple(gpus)
         self._arrange()
         for gpu, card in zip(gpus, self._cards):
-            card.show(gpu, history.gpus.get(gpu.index), now)
+            card.show(gpu, history.gpus.get(gpu.index), now, mig_process_counts(gpu, processes) if gpu.mig else ())
 
     def fit_to(self, height_budget: int) -> None:
         """Use at most ``height_budget`` lines: cards if they fit, else one line per GPU, scrolling if needed."""

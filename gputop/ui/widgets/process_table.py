@@ -19,7 +19,7 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gputop.ui.process_rows import COLUMNS, WIDE_TABLE_MIN, Column, ProcessRow
+from gputop.ui.process_rows import COLUMNS, MIG_COLUMN, WIDE_TABLE_MIN, Column, ProcessRow
 from gputop.ui.text.process_cells import Cell, fit_parts, row_cells
 from gputop.ui.widgets.drawing import CachedComponentStyles
 
@@ -102,6 +102,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self._cells: list[tuple[Cell, ...]] = []
         self._cursor = 0
         self._width_cache: tuple[object, list[int]] = (None, [])
+        self._mig = False
 
     @property
     def row_count(self) -> int:
@@ -116,9 +117,11 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         """The plain text of each cell of row ``index``, as drawn (tests read the table through it)."""
         return ["".join(text for text, _ in cell) for cell in self._cells[index]]
 
-    def show(self, rows: list[ProcessRow]) -> None:
-        """Show ``rows`` in this order; only lines whose content changed are repainted."""
+    def show(self, rows: list[ProcessRow], mig: bool = False) -> None:
+        """Show ``rows`` in this order; only lines whose content changed are repainted. ``mig`` adds the MIG
+        column (some GPU is in MIG mode)."""
         selected = self.selected
+        self._mig = mig
         self._ensure_columns()
         old_rows, old_cells = self._rows, self._cells
         self._rows = rows
@@ -164,6 +167,8 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         """The narrow column set below ``WIDE_TABLE_MIN`` cells, so the command keeps some room at 80 columns."""
         wide = self.size.width >= WIDE_TABLE_MIN
         columns = tuple(c for c in COLUMNS if wide or not c.wide_only)
+        if self._mig:
+            columns = (columns[0], MIG_COLUMN, *columns[1:])
         if columns != self._columns:
             self._columns = columns
             self._cells = [row_cells(row, columns) for row in self._rows]
