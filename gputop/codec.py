@@ -40,18 +40,24 @@ _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
 FORMAT = 2
 """The codec's format, the top-level key ``format`` of a snapshot's JSON. Version 1 had no such key, and its
-process rows held their host process's fields flat beside the GPU ones; version 2 nests them in ``host``."""
+process rows and DataLoader workers held their host process's fields flat beside their own; version 2 nests them
+in ``host``."""
 FORMAT_KEY = "format"
 V1_PROCESS_HOST_KEYS = ("visible", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status")
 """A version-1 process row's keys that belong to its host process."""
+V1_WORKER_HOST_KEYS = {"parent_pid": "ppid", "status": "status", "cpu_percent": "cpu_percent", "rss_bytes": "rss_bytes"}
+"""A version-1 worker's keys that belong to its host process, and the ``HostProcess`` field of each."""
+V1_WORKER_NOT_RECORDED = ("user", "name", "command", "start_time", "num_threads")
+"""The host fields a version-1 worker never carried: from the snapshot's ``host_processes``, or not recorded."""
 V1_NOT_RECORDED = "not recorded"
+"""The reason for a host value that a version-1 process row or worker did not carry (a row's parent and thread
+count, a worker's name, user, command, start time and thread count) when the snapshot's own ``host_processes``
+does not have it either."""
 ADDED_LATER: dict[type, tuple[str, ...]] = {
     Gpu: ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max"),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""
-"""The reason for a host value that a version-1 process row did not carry (its parent, its thread count) when the
-snapshot's own ``host_processes`` does not have it either."""
 
 
 def _to_plain(value: object) -> object:
@@ -240,13 +246,17 @@ def _upgraded(plain: object) -> object:
         return plain
     if version != 1 or type(version) is not int:
         raise ValueError(f"snapshot format {_brief(version)}: this gputop reads formats 1 to {FORMAT}")
+    hosts = plain.get("host_processes")
+    known = {h["pid"]: h for h in hosts if type(h) is dict and type(h.get("pid")) is int} if type(hosts) is list else {}
     processes = plain.get("processes")
     if type(processes) is list:
-        hosts = plain.get("host_processes")
-        known = (
-            {h["pid"]: h for h in hosts if type(h) is dict and type(h.get("pid")) is int} if type(hosts) is list else {}
-        )
         plain["processes"] = [_v1_process(row, known) for row in processes]
+    views = plain.get("training")
+    if type(views) is list:
+        for view in views:
+            workers = view.get("workers") if type(view) is dict else None
+            if type(workers) is list:
+                view["workers"] = [_v1_worker(row, known) for row in workers]
     return plain
 
 
@@ -277,6 +287,39 @@ def _v1_process(row: object, hosts: Mapping[object, dict[str, object]]) -> objec
                 host_reasons[key] = same_reasons[key]
         else:
             host_reasons[key] = V1_NOT_RECORDED if said is None else said
+    host["unavailable"] = host_reasons
+    return {**row, "unavailable": reasons, "host": host}
+
+
+def _v1_worker(row: object, hosts: Mapping[object, dict[str, object]]) -> object:
+    """A version-1 worker as version 2: its PID, parent, status, CPU and RSS, and their reasons, moved into
+    ``host``. The host's other fields, which the worker never carried, come from the snapshot's
+    ``host_processes`` entry of the same PID (the collector read both from the same process), else are unknown
+    with ``V1_NOT_RECORDED``."""
+    if type(row) is not dict:
+        return row
+    reasons = row.get("unavailable", {})
+    if type(reasons) is not dict:
+        return row  # left for the decoder to refuse
+    pid = row.pop("pid", None)
+    same = hosts.get(pid) if type(pid) is int else None
+    same_reasons = same.get("unavailable", {}) if same is not None else None
+    host: dict[str, object] = {"pid": pid}
+    host_reasons: dict[object, object] = {}
+    if same is not None and type(same_reasons) is dict:
+        host.update((key, same[key]) for key in V1_WORKER_NOT_RECORDED if key in same)
+        host_reasons.update((key, same_reasons[key]) for key in V1_WORKER_NOT_RECORDED if key in same_reasons)
+        if "visible" in same:
+            host["visible"] = same["visible"]
+    else:
+        host_reasons.update((key, V1_NOT_RECORDED) for key in V1_WORKER_NOT_RECORDED)
+    for key, field in V1_WORKER_HOST_KEYS.items():
+        if key in row:
+            host[field] = row.pop(key)
+        if key in reasons:
+            host_reasons[field] = reasons.pop(key)
+        elif host.get(field) is None:
+            host_reasons[field] = V1_NOT_RECORDED
     host["unavailable"] = host_reasons
     return {**row, "unavailable": reasons, "host": host}
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, MigInstance, Snapshot, TrainingView
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, MigInstance, Snapshot, TrainingView, Worker
 
 SCHEMA = 1
 
@@ -67,6 +67,26 @@ PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent"
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
 """A process row's keys from its host process, after those from its GPU side."""
 PROCESS_KEYS = PROCESS_GPU_KEYS + PROCESS_HOST_KEYS
+WORKER_KEYS = (
+    "pid",
+    "parent_pid",
+    "worker_id",
+    "status",
+    "cpu_percent",
+    "rss_bytes",
+    "uss_bytes",
+    "age_s",
+    "unavailable",
+)
+"""A worker object's keys in ``training[].workers[]`` (docs/training.md)."""
+WORKER_HOST_KEYS = {
+    "pid": "pid",
+    "parent_pid": "ppid",
+    "status": "status",
+    "cpu_percent": "cpu_percent",
+    "rss_bytes": "rss_bytes",
+}
+"""A worker object's keys taken from its host process, and the ``HostProcess`` field of each."""
 HOST_KEYS = (
     "hostname",
     "cpu_percent",
@@ -134,12 +154,28 @@ def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def worker_record(w: Worker) -> dict[str, Any]:
+    """One worker object of schema 1: flat, its host process's values under the worker's key names, and one
+    ``unavailable`` holding the reasons for both (those for the host's other fields left out)."""
+    key_of = {field: key for key, field in WORKER_HOST_KEYS.items()}
+    out = {
+        key: getattr(w.host, WORKER_HOST_KEYS[key]) if key in WORKER_HOST_KEYS else getattr(w, key)
+        for key in WORKER_KEYS[:-1]
+    }
+    host_reasons = {key_of[field]: reason for field, reason in w.host.unavailable.items() if field in key_of}
+    out["unavailable"] = {**host_reasons, **w.unavailable}
+    return out
+
+
 def training_to_dict(view: TrainingView) -> dict[str, Any]:
-    """A training view with every model field under its own name, nested views as objects (docs/training.md)."""
+    """A training view with every model field under its own name, nested views as objects (docs/training.md);
+    each worker flat, as ``worker_record`` writes it."""
     return _fields(view)
 
 
 def _fields(value: Any) -> Any:
+    if isinstance(value, Worker):
+        return worker_record(value)
     if dataclasses.is_dataclass(value):
         return {f.name: _fields(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -319,19 +319,22 @@ PROBE_FOREIGN: Final = "foreign owner"
 class Worker:
     """A DataLoader worker: a process named ``pt_data_worker`` below a training process.
 
-    ``worker_id`` is its index in the DataLoader, known only from the probe. ``uss_bytes`` is the memory only
-    this worker holds (its RSS counts pages it shares with the training process after a fork).
+    ``host`` is the worker's own process: its parent (the training process, or the fork server with the
+    forkserver start method), status, CPU and RSS, with their reasons in ``host.unavailable``. It is the same
+    ``HostProcess`` as in the snapshot's ``host_processes``. ``worker_id`` is its index in the DataLoader, known
+    only from the probe. ``uss_bytes`` is the memory only this worker holds (its RSS counts pages it shares with
+    the training process after a fork). ``unavailable`` holds the reasons for these worker values.
     """
 
-    pid: int
-    parent_pid: int | None = None
+    host: HostProcess
     worker_id: int | None = None
-    status: str | None = None
-    cpu_percent: float | None = None
-    rss_bytes: int | None = None
     uss_bytes: int | None = None
     age_s: float | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def pid(self) -> int:
+        return self.host.pid
 
 
 @dataclass(frozen=True, slots=True)

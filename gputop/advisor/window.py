@@ -220,11 +220,12 @@ def worker_activity(window: JobWindow) -> WorkerActivity | None:
     busy = disk = readings = 0
     for sample in window.samples:
         for worker in sample.view.workers:
-            if worker.status is None:
+            host = worker.host
+            if host.status is None:
                 continue
             readings += 1
-            busy += worker.status == "running" or (worker.cpu_percent or 0.0) >= 50.0
-            disk += worker.status == "disk-sleep"
+            busy += host.status == "running" or (host.cpu_percent or 0.0) >= 50.0
+            disk += host.status == "disk-sleep"
     if not readings:
         return None
     cpu = window.median(lambda s: s.view.workers_cpu_percent)

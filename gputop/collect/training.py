@@ -262,7 +262,7 @@ class TrainingCollector:
         if tick.slow or job.pin_checked_workers != frozenset(worker_pids):
             job.pin_tids = threads_named(pid, PIN_THREAD_NAME) if worker_pids else ()
             job.pin_checked_workers = frozenset(worker_pids)
-        cpu = [w.cpu_percent for w in workers if w.cpu_percent is not None]
+        cpu = [w.host.cpu_percent for w in workers if w.host.cpu_percent is not None]
         job.view = TrainingView(
             pid=pid,
             role=ROLE_TORCHRUN_AGENT if host.name == AGENT_NAME else ROLE_TRAINING,
@@ -300,7 +300,8 @@ class TrainingCollector:
         return probe
 
     def _worker(self, host: HostProcess, worker_id: int | None, now: float) -> Worker:
-        reasons = {k: v for k, v in host.unavailable.items() if k in ("cpu_percent", "rss_bytes", "status")}
+        """The worker of this host process: its host values stay in ``host``, the worker's own beside it."""
+        reasons: dict[str, str] = {}
         due, uss, uss_reason = self._uss.get(host.pid, (0.0, None, None))
         if time.monotonic() >= due:
             uss, uss_reason = uss_bytes(host.pid)
@@ -310,12 +311,8 @@ class TrainingCollector:
         if host.start_time is None:
             reasons["age_s"] = host.unavailable.get("start_time", MEASURING)
         return Worker(
-            pid=host.pid,
-            parent_pid=host.ppid,
+            host=host,
             worker_id=worker_id,
-            status=host.status,
-            cpu_percent=host.cpu_percent,
-            rss_bytes=host.rss_bytes,
             uss_bytes=uss,
             age_s=None if host.start_time is None else max(0.0, now - host.start_time),
             unavailable=frozen_reasons(reasons),

@@ -75,7 +75,7 @@ def loader(
 
 def workers(count: int, cpu: float = 2.0, status: str = "sleeping", uss_mib: float = 100, first: int = 5000):
     return tuple(
-        Worker(pid=first + n, parent_pid=PID, status=status, cpu_percent=cpu, uss_bytes=int(uss_mib * MIB))
+        Worker(HostProcess(first + n, PID, status=status, cpu_percent=cpu), uss_bytes=int(uss_mib * MIB))
         for n in range(count)
     )
 
@@ -118,7 +118,7 @@ def view(
     pid: int = PID,
 ) -> TrainingView:
     probe = ProbeReport(PROBE_OK, loaders=(load,) if load else (), cuda=cuda) if load or cuda else ProbeReport()
-    cpu = [w.cpu_percent for w in worker_list if w.cpu_percent is not None]
+    cpu = [w.host.cpu_percent for w in worker_list if w.host.cpu_percent is not None]
     return TrainingView(
         pid=pid,
         workers=worker_list,

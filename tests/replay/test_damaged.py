@@ -20,7 +20,7 @@ def banner_text(app) -> str:  # type: ignore[no-untyped-def]
 async def test_a_truncated_recording_shows_what_can_be_read_and_says_it_is_damaged(
     make_replay: MakeReplay, tmp_path: Path
 ) -> None:
-    snaps = scenes.history(training_scenes.starved_job, 300)  # over ten 16 KiB pages
+    snaps = scenes.history(training_scenes.starved_job, 400)  # over ten 16 KiB pages
     path = record(tmp_path / "cut.gputop", snaps)
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size // 2 + 1000)

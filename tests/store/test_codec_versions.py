@@ -1,5 +1,6 @@
-"""The snapshot codec's formats: format 2 (process rows nest their host process) is written, and format 1
-(flat process rows, no ``format`` key), from older recordings and older remote hosts, still reads.
+"""The snapshot codec's formats: format 2 (process rows and DataLoader workers nest their host process) is
+written, and format 1 (flat process rows and workers, no ``format`` key), from older recordings and older remote
+hosts, still reads.
 
 The format-1 files in tests/data/v1 were written by gputop before format 2 (see the README there).
 """
@@ -22,10 +23,10 @@ from gputop.codec import (
     snapshot_from_json,
     snapshot_json,
 )
-from gputop.document import snapshot_to_dict
-from gputop.model import NOT_VISIBLE, Gpu, HostProcess, Snapshot
+from gputop.document import WORKER_KEYS, snapshot_to_dict
+from gputop.model import MEASURING, NOT_VISIBLE, Gpu, HostProcess, Snapshot, Worker, frozen_reasons
 from gputop.store import SCHEMA_VERSION, Recorder, open_recording
-from tests.ui import scenes
+from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -36,8 +37,81 @@ HIDDEN_PID = 777777
 """The fixture's process that the PID namespace cannot see."""
 
 
+RANK_PID = 4101
+"""The fixture's rank 0, whose workers 4200 and 4201 are in its host_processes."""
+GONE_WORKER_PID = 4299
+"""A worker of rank 0 that the hand-written format-1 view lists but host_processes does not have."""
+
+
 def v1_snapshot() -> Snapshot:
     return snapshot_from_json(V1_LINE)
+
+
+def v1_worker(pid: int, worker_id: int | None, **values: object) -> dict[str, object]:
+    """A worker as format 1 wrote it (``Worker`` at e386c8f): flat, its host's values beside its own."""
+    worker: dict[str, object] = {
+        "pid": pid,
+        "parent_pid": RANK_PID,
+        "worker_id": worker_id,
+        "status": "running",
+        "cpu_percent": 61.0,
+        "rss_bytes": 2147483648,
+        "uss_bytes": 310378496,
+        "age_s": 1712.0,
+        "unavailable": {},
+    }
+    return {**worker, **values}
+
+
+def v1_line_with_workers() -> dict[str, Any]:
+    """The format-1 fixture with a training view of rank 0, as format 1 encoded ``TrainingView``: worker 4200 is
+    in host_processes, ``GONE_WORKER_PID`` is not, and its CPU was still being measured."""
+    plain = json.loads(V1_LINE)
+    gone = v1_worker(GONE_WORKER_PID, None, cpu_percent=None, uss_bytes=None, age_s=0.4)
+    gone["unavailable"] = {"cpu_percent": MEASURING, "uss_bytes": "access denied"}
+    plain["training"] = [
+        {
+            "pid": RANK_PID,
+            "role": "training",
+            "name": "python",
+            "ranks": [],
+            "workers": [v1_worker(4200, 0), gone],
+            "worker_start_method": "fork",
+            "workers_cpu_percent": 61.0,
+            "usable_cpu_count": 16,
+            "workers_replaced": 0,
+            "pin_memory": {
+                "state": "off",
+                "evidence": "2 workers and no pt_data_pin thread",
+                "source": "threads",
+                "thread_ids": [],
+            },
+            "main_thread": {
+                "status": "sleeping",
+                "wait_channel": "do_sys_poll",
+                "cpu_percent": 20.0,
+                "busy_share": 0.2,
+                "activity": "waiting",
+                "unavailable": {},
+            },
+            "probe": {
+                "status": "none",
+                "reason": None,
+                "age_s": None,
+                "rank": None,
+                "local_rank": None,
+                "world_size": None,
+                "torch_version": None,
+                "loaders": [],
+                "cuda": [],
+                "pinned_host": None,
+                "cuda_reason": None,
+                "failures": 0,
+                "last_failure": None,
+            },
+        }
+    ]
+    return plain
 
 
 # -- format 2 ---------------------------------------------------------------------------------------------------
@@ -65,6 +139,33 @@ def test_format_2_nests_the_host_process_in_each_process_row_and_decodes_to_itse
     assert snapshot_from_json(snapshot_json(snap)) == snap
     zdict = snapshot_json(snap)
     assert decode_snapshot(encode_snapshot(snap, zdict), zdict) == snap
+
+
+def test_format_2_nests_the_host_process_in_each_worker_and_decodes_to_itself() -> None:
+    snap = snapshot_from_json(json.dumps(v1_line_with_workers()))
+    plain = json.loads(snapshot_json(snap))
+    worker = plain["training"][0]["workers"][0]
+    assert list(worker) == ["host", "worker_id", "uss_bytes", "age_s", "unavailable"]
+    assert worker["host"] == next(h for h in plain["host_processes"] if h["pid"] == 4200)
+    assert snapshot_from_json(snapshot_json(snap)) == snap
+    zdict = snapshot_json(snap)
+    assert decode_snapshot(encode_snapshot(snap, zdict), zdict) == snap
+
+
+def test_a_scene_with_workers_round_trips_with_each_worker_host_in_host_processes() -> None:
+    snap = training_scenes.starved_job()
+    assert snap.training[0].workers
+    back = snapshot_from_json(snapshot_json(snap))
+    assert back == snap
+    for worker in back.training[0].workers:
+        assert worker.host == back.host_process(worker.pid)
+
+
+def test_a_format_2_worker_without_its_host_is_a_value_error() -> None:
+    plain = json.loads(snapshot_json(training_scenes.starved_job()))
+    del plain["training"][0]["workers"][0]["host"]
+    with pytest.raises(ValueError, match="Worker"):
+        snapshot_from_json(json.dumps(plain))
 
 
 def test_a_scene_built_with_host_processes_round_trips() -> None:
@@ -130,6 +231,55 @@ def test_a_format_1_row_without_its_host_process_says_what_was_not_recorded() ->
     assert host.user == "alice"
 
 
+def test_a_format_1_worker_reads_with_its_host_process_from_host_processes() -> None:
+    snap = snapshot_from_json(json.dumps(v1_line_with_workers()))
+    view = snap.training_view(RANK_PID)
+    assert view is not None
+    worker = view.workers[0]
+    assert worker.pid == 4200 and worker.worker_id == 0
+    # Name, user, command, start time and thread count come from the same PID's host_processes entry.
+    assert worker.host == snap.host_process(4200)
+    assert (worker.host.ppid, worker.host.status, worker.host.cpu_percent) == (RANK_PID, "running", 61.0)
+    assert (worker.host.name, worker.host.user, worker.host.num_threads) == ("pt_data_worker", "alice", 3)
+    assert (worker.uss_bytes, worker.age_s, dict(worker.unavailable)) == (310378496, 1712.0, {})
+
+
+def test_a_format_1_worker_without_its_host_process_says_what_was_not_recorded() -> None:
+    snap = snapshot_from_json(json.dumps(v1_line_with_workers()))
+    view = snap.training_view(RANK_PID)
+    assert view is not None and snap.host_process(GONE_WORKER_PID) is None
+    gone = view.workers[1]
+    assert gone == Worker(
+        HostProcess(
+            GONE_WORKER_PID,
+            RANK_PID,
+            status="running",
+            rss_bytes=2147483648,
+            unavailable=frozen_reasons(
+                {
+                    "user": V1_NOT_RECORDED,
+                    "name": V1_NOT_RECORDED,
+                    "command": V1_NOT_RECORDED,
+                    "start_time": V1_NOT_RECORDED,
+                    "num_threads": V1_NOT_RECORDED,
+                    "cpu_percent": MEASURING,
+                }
+            ),
+        ),
+        age_s=0.4,
+        unavailable=frozen_reasons({"uss_bytes": "access denied"}),
+    )
+
+
+def test_the_json_document_of_a_format_1_worker_keeps_its_flat_keys_and_values() -> None:
+    plain = v1_line_with_workers()
+    written = plain["training"][0]["workers"]
+    doc = snapshot_to_dict(snapshot_from_json(json.dumps(plain)))
+    workers = doc["training"][0]["workers"]
+    assert [list(w) for w in workers] == [list(WORKER_KEYS)] * 2
+    assert workers == written
+
+
 def test_a_format_1_recording_still_opens_and_reads(tmp_path: Path) -> None:
     path = tmp_path / "v1.gputop"
     shutil.copyfile(V1 / "recording.gputop", path)
@@ -179,6 +329,37 @@ def test_a_bad_format_1_row_is_a_value_error(change) -> None:
     plain = json.loads(V1_LINE)
     change(plain["processes"][0])
     with pytest.raises(ValueError):
+        snapshot_from_json(json.dumps(plain))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda w: w.update(pid=[1, 2]),
+        lambda w: w.pop("pid"),
+        lambda w: w.update(parent_pid="4101"),
+        lambda w: w.update(unavailable=["status"]),
+        lambda w: w.update(unavailable={"status": 7}),
+        lambda w: w.update(cpu_percent=float("inf")),
+    ],
+    ids=["pid list", "no pid", "parent text", "reasons list", "reason number", "cpu infinite"],
+)
+def test_a_bad_format_1_worker_is_a_value_error(change) -> None:
+    plain = v1_line_with_workers()
+    change(plain["training"][0]["workers"][0])
+    with pytest.raises(ValueError):
+        snapshot_from_json(json.dumps(plain))
+
+
+def test_format_1_workers_that_are_not_objects_are_a_value_error() -> None:
+    for workers in (7, [7], [None]):
+        plain = v1_line_with_workers()
+        plain["training"][0]["workers"] = workers
+        with pytest.raises(ValueError):
+            snapshot_from_json(json.dumps(plain))
+    plain = v1_line_with_workers()
+    plain["training"] = [7]
+    with pytest.raises(ValueError, match="TrainingView"):
         snapshot_from_json(json.dumps(plain))
 
 

@@ -80,8 +80,8 @@ def training_snapshot(t: float = 1_700_000_000.25) -> Snapshot:
         name="python",
         ranks=(300, 301),
         workers=(
-            Worker(pid=201, parent_pid=200, worker_id=0, status="sleeping", cpu_percent=99.5, rss_bytes=10**9),
-            Worker(pid=202, parent_pid=200, cpu_percent=None, unavailable=frozen_reasons({"cpu_percent": MEASURING})),
+            Worker(HostProcess(201, 200, status="sleeping", cpu_percent=99.5, rss_bytes=10**9), worker_id=0),
+            Worker(HostProcess(202, 200, unavailable=frozen_reasons({"cpu_percent": MEASURING}))),
         ),
         worker_start_method="fork",
         workers_cpu_percent=99.5,

@@ -38,6 +38,7 @@ def test_torchrun_agent_lists_its_ranks_and_each_rank_owns_its_workers(start_job
         view = snap.training_view(rank)
         assert (view.role, view.name) == (ROLE_TRAINING, "pt_main_thread")
         assert {w.pid for w in view.workers} == workers
+        assert all(w.host is snap.host_process(w.pid) for w in view.workers)
 
 
 def test_workers_below_a_wrapper_shell_belong_to_the_process_that_started_them(monitor):

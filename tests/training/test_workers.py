@@ -18,7 +18,7 @@ def real_workers(pid: int) -> set[int]:
 
 
 def two_workers(view) -> bool:
-    return len(view.workers) == 2 and all(w.cpu_percent is not None for w in view.workers)
+    return len(view.workers) == 2 and all(w.host.cpu_percent is not None for w in view.workers)
 
 
 def test_fork_workers_are_the_training_processes_children(start_job, monitor):
@@ -27,7 +27,7 @@ def test_fork_workers_are_the_training_processes_children(start_job, monitor):
     view = view_when(monitor(job.pid), job.pid, two_workers)
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
-    assert {w.parent_pid for w in view.workers} == {job.pid}
+    assert {w.host.ppid for w in view.workers} == {job.pid}
     assert view.worker_start_method == "fork"
 
 
@@ -46,7 +46,7 @@ def test_forkserver_workers_sit_under_the_fork_server_but_belong_to_the_job(star
     view = view_when(monitor(job.pid), job.pid, two_workers)
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
-    (fork_server,) = {w.parent_pid for w in view.workers}
+    (fork_server,) = {w.host.ppid for w in view.workers}
     assert fork_server != job.pid
     assert psutil.Process(fork_server).ppid() == job.pid
     assert view.worker_start_method == "forkserver"
@@ -60,13 +60,13 @@ def test_each_worker_has_its_own_memory_age_and_state(start_job, monitor):
 
     for worker in view.workers:
         real = psutil.Process(worker.pid)
-        assert worker.rss_bytes == pytest.approx(real.memory_info().rss, rel=0.2)
-        assert 0 < worker.uss_bytes < worker.rss_bytes  # a forked worker shares most of its pages
+        assert worker.host.rss_bytes == pytest.approx(real.memory_info().rss, rel=0.2)
+        assert 0 < worker.uss_bytes < worker.host.rss_bytes  # a forked worker shares most of its pages
         assert worker.uss_bytes == pytest.approx(real.memory_full_info().uss, rel=0.3)
-        assert worker.status in ("running", "sleeping")
+        assert worker.host.status in ("running", "sleeping")
         assert 0 <= worker.age_s < 60
-        assert worker.cpu_percent >= 0
-    assert view.workers_cpu_percent == pytest.approx(sum(w.cpu_percent for w in view.workers), abs=0.2)
+        assert worker.host.cpu_percent >= 0
+    assert view.workers_cpu_percent == pytest.approx(sum(w.host.cpu_percent for w in view.workers), abs=0.2)
     assert view.usable_cpu_count == len(psutil.Process(job.pid).cpu_affinity())
 
 

@@ -11,6 +11,7 @@ from gputop.model import (
     PROBE_NONE,
     PROBE_STALE,
     ROLE_TORCHRUN_AGENT,
+    HostProcess,
     LoaderConfig,
     ProbeReport,
     Snapshot,
@@ -93,7 +94,7 @@ def test_workers_replaced_every_epoch_get_a_note_and_each_worker_a_row() -> None
 
 def test_a_worker_value_that_cannot_be_read_is_na_with_its_reason_below_the_table() -> None:
     denied = frozen_reasons({"uss_bytes": "access denied"})
-    worker = Worker(pid=7, status="sleeping", cpu_percent=0.0, unavailable=denied)
+    worker = Worker(HostProcess(7, status="sleeping", cpu_percent=0.0), unavailable=denied)
     panel = plain(panel_lines(replace(starved(), workers=(worker,)), NO_SPARKS, {}, 120, P))
 
     row = next(line for line in panel.splitlines() if line.strip().startswith("7 "))
@@ -103,7 +104,9 @@ def test_a_worker_value_that_cannot_be_read_is_na_with_its_reason_below_the_tabl
 
 def test_new_workers_whose_cpu_is_still_measured_show_the_measuring_mark() -> None:
     measuring = frozen_reasons({"cpu_percent": "measuring"})
-    workers = tuple(replace(w, cpu_percent=None, unavailable=measuring) for w in starved().workers)
+    workers = tuple(
+        replace(w, host=replace(w.host, cpu_percent=None, unavailable=measuring)) for w in starved().workers
+    )
     view = replace(starved(), workers=workers, workers_cpu_percent=None)
 
     assert "4 (fork) …/16 cores" in plain(summary_lines(view, NO_SPARKS, 120, P))

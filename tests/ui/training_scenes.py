@@ -91,16 +91,24 @@ def _workers(t: float, cpu: float, status: str, persistent: bool, parent: int) -
     epoch, began = _epoch(t)
     first = parent + 100 + (0 if persistent else (epoch % 50) * 10)
     born = STARTED + 2 if persistent else began
+    age = t - born
     return tuple(
         Worker(
-            pid=first + n,
-            parent_pid=parent,
+            host=HostProcess(
+                pid=first + n,
+                ppid=parent,
+                user="alice",
+                name="pt_data_worker",
+                command=COMMAND,
+                cpu_percent=round(cpu + 3 * math.sin(t / 5 + n), 1),
+                rss_bytes=int((3.1 + 0.05 * n) * GIB),
+                start_time=t - age,
+                status=status,
+                num_threads=3,
+            ),
             worker_id=n,
-            status=status,
-            cpu_percent=round(cpu + 3 * math.sin(t / 5 + n), 1),
-            rss_bytes=int((3.1 + 0.05 * n) * GIB),
             uss_bytes=int((410 + 12 * n) * 1024**2),
-            age_s=t - born,
+            age_s=age,
         )
         for n in range(WORKERS)
     )
@@ -136,10 +144,7 @@ def _job(t: float, busy: float, view: TrainingView, gpu_memory: int) -> Snapshot
         ),
     )
     hosts = [HostProcess(view.pid, 3001, True, "alice", "python", COMMAND, 24.0, 7 * GIB, STARTED, "sleeping", 38)]
-    for w in view.workers:
-        start = t - (w.age_s or 0)
-        worker = HostProcess(w.pid, view.pid, True, "alice", "pt_data_worker", COMMAND, w.cpu_percent, w.rss_bytes)
-        hosts.append(replace(worker, start_time=start, status=w.status, num_threads=3))
+    hosts += [w.host for w in view.workers]
     return Snapshot(t, host(t), scenes.DRIVER, (gpu,), (job,), tuple(hosts), view.pid, training=(view,))
 
 

@@ -13,11 +13,14 @@ from gputop.model import (
     DRIVER_OK,
     DRIVER_UNAVAILABLE,
     GPU_LOST_STATE,
+    MEASURING,
     DriverInfo,
     Gpu,
     GpuProcess,
     HostProcess,
     Snapshot,
+    TrainingView,
+    Worker,
     frozen_reasons,
 )
 from gputop.table import render_text
@@ -59,6 +62,49 @@ def test_json_top_level_keys_are_stable():
     assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices", "training"]
     assert doc["schema"] == 1
     assert doc["time"] == 1_700_000_000.0
+
+
+def test_a_worker_in_json_keeps_its_flat_keys_with_its_host_values_and_both_reasons():
+    host = HostProcess(
+        pid=201,
+        ppid=200,
+        user="alice",
+        name="pt_data_worker",
+        rss_bytes=10**9,
+        start_time=1_699_999_000.0,
+        status="sleeping",
+        num_threads=3,
+        unavailable=frozen_reasons({"command": "no permission", "cpu_percent": MEASURING}),
+    )
+    worker = Worker(host, worker_id=1, age_s=1000.0, unavailable=frozen_reasons({"uss_bytes": "access denied"}))
+    snap = Snapshot(
+        1_700_000_000.0, HOST, DRIVER, host_processes=(host,), training=(TrainingView(200, workers=(worker,)),)
+    )
+
+    (record,) = json.loads(snapshot_to_json(snap))["training"][0]["workers"]
+
+    assert list(record) == [
+        "pid",
+        "parent_pid",
+        "worker_id",
+        "status",
+        "cpu_percent",
+        "rss_bytes",
+        "uss_bytes",
+        "age_s",
+        "unavailable",
+    ]
+    assert record == {
+        "pid": 201,
+        "parent_pid": 200,
+        "worker_id": 1,
+        "status": "sleeping",
+        "cpu_percent": None,
+        "rss_bytes": 10**9,
+        "uss_bytes": None,
+        "age_s": 1000.0,
+        "unavailable": {"cpu_percent": MEASURING, "uss_bytes": "access denied"},
+    }
 
 
 def test_unavailable_driver_is_reported_with_empty_gpus():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent
-from gputop.model import MEASURING, TrainingView, Worker
+from gputop.model import MEASURING, HostProcess, TrainingView, Worker
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.parts import LABEL_CELLS, flow, label
@@ -17,6 +17,8 @@ CPU_BAR_CELLS = 10
 """A worker's CPU bar: full at one core."""
 TABLE_INDENT = 2
 COLUMN_NAMES = {"cpu_percent": "CPU", "rss_bytes": "RSS", "uss_bytes": "USS", "status": "STATE", "age_s": "AGE"}
+HOST_COLUMNS = frozenset({"status", "cpu_percent", "rss_bytes"})
+"""Columns read from the worker's host process; the others are the worker's own."""
 
 
 def _cores(view: TrainingView, of: str = " of ") -> str:
@@ -26,7 +28,7 @@ def _cores(view: TrainingView, of: str = " of ") -> str:
     used = view.workers_cpu_percent
     if used is not None:
         return f"{used / 100:.1f}{of}{cores} cores"
-    measuring = any(w.unavailable.get("cpu_percent") == MEASURING for w in view.workers)
+    measuring = any(w.host.unavailable.get("cpu_percent") == MEASURING for w in view.workers)
     return f"{MEASURING_MARK if measuring else NA}{of}{cores} cores"
 
 
@@ -80,22 +82,24 @@ def _header(with_bar: bool, p: Palette) -> Text:
 
 
 def _cell(worker: Worker, name: str, text: str) -> str:
-    if getattr(worker, name) is not None:
+    source: Worker | HostProcess = worker.host if name in HOST_COLUMNS else worker
+    if getattr(source, name) is not None:
         return text
-    return MEASURING_MARK if worker.unavailable.get(name) == MEASURING else NA
+    return MEASURING_MARK if source.unavailable.get(name) == MEASURING else NA
 
 
 def _row(worker: Worker, with_bar: bool, p: Palette) -> Text:
     line = Text(f"{'':{TABLE_INDENT}}{worker.pid:>7}  ")
     known = worker.worker_id is not None
     line.append(f"{worker.worker_id if known else NA:>3}", style="" if known else p.dim)
-    line.append(f"  {_cell(worker, 'status', worker.status or ''):<10}  ")
-    cpu = worker.cpu_percent
+    host = worker.host
+    line.append(f"  {_cell(worker, 'status', host.status or ''):<10}  ")
+    cpu = host.cpu_percent
     if with_bar:
         line.append_text(meter(None if cpu is None else cpu / 100, CPU_BAR_CELLS, p.fill, p.track))
         line.append(" ")
     line.append(f"{_cell(worker, 'cpu_percent', fmt_percent(cpu)):>5} ")
-    line.append(f"{_cell(worker, 'rss_bytes', fmt_bytes(worker.rss_bytes)):>8}  ")
+    line.append(f"{_cell(worker, 'rss_bytes', fmt_bytes(host.rss_bytes)):>8}  ")
     line.append(f"{_cell(worker, 'uss_bytes', fmt_bytes(worker.uss_bytes)):>8}  ")
     line.append(f"{_cell(worker, 'age_s', fmt_duration(worker.age_s)):>8}")
     return line
@@ -105,7 +109,8 @@ def _reasons(workers: tuple[Worker, ...]) -> str:
     """Why values in the table are N/A (``USS access denied``); measuring is left out, ``…`` says it already."""
     found: dict[str, str] = {}
     for worker in workers:
-        for name, reason in worker.unavailable.items():
+        host = ((name, reason) for name, reason in worker.host.unavailable.items() if name in HOST_COLUMNS)
+        for name, reason in (*host, *worker.unavailable.items()):
             if reason != MEASURING and name in COLUMN_NAMES:
                 found.setdefault(f"{COLUMN_NAMES[name]} {reason}", "")
     return ", ".join(found)
