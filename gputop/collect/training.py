@@ -207,7 +207,10 @@ class TrainingCollector:
             report = read_report(self.probe_dir, pid, start_ticks, now, float("inf"), run_id)
             if report.status == PROBE_OK:
                 reports[pid] = report
-        out = [dataclasses.replace(v, probe=reports.pop(v.pid)) if v.pid in reports else v for v in views]
+        out = [
+            dataclasses.replace(v, probe=_keep_nvml_join(v.probe, reports.pop(v.pid))) if v.pid in reports else v
+            for v in views
+        ]
         out.extend(TrainingView(pid=pid, probe=report) for pid, report in reports.items())
         return tuple(out)
 
@@ -379,6 +382,20 @@ def _join_nvml(
             dataclasses.replace(device, gpu_index=index, nvml_process_bytes=None if index is None else held.get(index))
         )
     return tuple(out)
+
+
+def _keep_nvml_join(live: ProbeReport | None, last: ProbeReport) -> ProbeReport:
+    """The job's last report, with what the live view had joined from NVML for each of its CUDA devices (the NVML
+    index, matched by UUID, and what NVML said the process held there): once the job has exited, NVML lists it
+    no more, and the report alone would lose which GPU each device was."""
+    joined = {d.device: d for d in live.cuda} if live is not None else {}
+    cuda = []
+    for device in last.cuda:
+        seen = joined.get(device.device)
+        if seen is not None and seen.uuid == device.uuid:
+            device = dataclasses.replace(device, gpu_index=seen.gpu_index, nvml_process_bytes=seen.nvml_process_bytes)
+        cuda.append(device)
+    return dataclasses.replace(last, cuda=tuple(cuda))
 
 
 def _plain_uuid(uuid: str | None) -> str:

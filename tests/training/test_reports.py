@@ -11,6 +11,7 @@ import pytest
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
 from gputop.model import PROBE_FOREIGN, PROBE_MALFORMED, PROBE_NONE, PROBE_OK, PROBE_STALE, ProbeReport
+from tests.fakenvml.state import FakeGpu, FakeProcess, FakeState
 from tests.training.conftest import report_for
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -157,3 +158,24 @@ def test_a_missing_directory_just_means_no_reports(job, tmp_path):
         maker.close()
 
     assert probe == ProbeReport(PROBE_NONE)
+
+
+def test_the_final_view_keeps_which_gpu_each_cuda_device_was_once_nvml_no_longer_lists_the_job(
+    job, probe_dir, monitor, fake_driver
+):
+    """Seen on an H100: torch names a device by its bare UUID, NVML by ``GPU-``; the live view joins them, and the
+    report `gputop run` writes after the job has exited must keep that join, not fall back to an unknown GPU."""
+    uuid = "4aa3f089-f296-0cce-368c-7afa6946ac09"
+    held = 6 << 30
+    fake_driver(FakeState(gpus=[FakeGpu(uuid="GPU-" + uuid, processes=[FakeProcess(job.pid, held)])]))
+    device = {"device": 0, "uuid": uuid, "allocated_bytes": 1 << 30, "reserved_bytes": 2 << 30}
+    write(probe_dir, job.pid, report_for(job.pid, cuda={"devices": [device]}))
+    maker = monitor(job.pid)
+    live = maker.one_shot().training_view(job.pid)
+    assert [(d.gpu_index, d.nvml_process_bytes) for d in live.probe.cuda] == [(0, held)]
+    last = report_for(job.pid, cuda={"devices": [{**device, "allocated_bytes": 3 << 30}]})
+    write(probe_dir, job.pid, last)
+
+    (final,) = maker.training.final_views((live,), run_id=last["run_id"])
+
+    assert [(d.gpu_index, d.nvml_process_bytes, d.allocated_bytes) for d in final.probe.cuda] == [(0, held, 3 << 30)]
