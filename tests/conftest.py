@@ -71,3 +71,13 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """A list to put started processes in; each is killed at the end of the test."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        proc.kill()
+        proc.wait()

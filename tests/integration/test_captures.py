@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +27,6 @@ EXACT += ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s", "throttle_reasons", "ecc
 EXACT += ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max")
 MEASURED = ("utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w", "power_limit_w")
 MEASURED += ("fan_percent",)
-
-
-@pytest.fixture
-def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for proc in started:
-        proc.kill()
-        proc.wait()
 
 
 def start_processes(capture: Capture, started: list[subprocess.Popen[bytes]]) -> dict[int, int]:
