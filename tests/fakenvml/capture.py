@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakenvml.state import NVML_VALUE_NOT_AVAILABLE, FakeGpu, FakeProcess, FakeState
+from tests.fakenvml.state import NVML_VALUE_NOT_AVAILABLE, FakeGpu, FakeMigInstance, FakeProcess, FakeState
 
 MIB = 1024**2
 KIB = 1024
@@ -221,10 +221,53 @@ def _gpu(gpu: ET.Element) -> CapturedGpu:
         "pcie_link_width": _int(_text(gpu, link + "link_widths/current_link_width"), "x"),
         "pcie_link_gen_max": _int(_text(gpu, link + "pcie_gen/max_link_gen")),
         "pcie_link_width_max": _int(_text(gpu, link + "link_widths/max_link_width"), "x"),
+        "mig_mode": _mig_mode(gpu),
+        "mig": _mig_devices(gpu),
     }
     if values["memory_total_bytes"] is None or values["memory_used_bytes"] is None:
         raise CaptureError("the fake cannot serve a GPU whose memory is N/A")
     return CapturedGpu(values=values, architecture=_text(gpu, "product_architecture"))
+
+
+def _mig_mode(gpu: ET.Element) -> str | None:
+    """``enabled``/``disabled`` as gputop names them; None where the GPU has no MIG (N/A) or the driver predates
+    it (no ``mig_mode`` element before R450)."""
+    mode = _text(gpu, "mig_mode/current_mig")
+    return None if mode is None else mode.lower()
+
+
+def _mig_devices(gpu: ET.Element) -> list[dict[str, Any]]:
+    """What nvidia-smi shows of each MIG device, by gputop's JSON keys (``gpus[].mig[]``). nvidia-smi's XML
+    names no profile and no MIG UUID, so neither is compared."""
+    devices = []
+    for device in gpu.findall("mig_devices/mig_device"):
+        devices.append(
+            {
+                "index": _int(_text(device, "index")),
+                "gpu_instance_id": _int(_text(device, "gpu_instance_id")),
+                "compute_instance_id": _int(_text(device, "compute_instance_id")),
+                "multiprocessor_count": _int(_text(device, "device_attributes/shared/multiprocessor_count")),
+                "memory_total_bytes": _mib(device, "fb_memory_usage/total"),
+                "memory_used_bytes": _mib(device, "fb_memory_usage/used"),
+            }
+        )
+    return devices
+
+
+def _fake_mig(device: dict[str, Any], parent_uuid: str) -> FakeMigInstance:
+    """A MIG device for the fake. Its profile and UUID are the fake's own (the capture has neither): a profile
+    named after its memory, and a UUID made from the parent's and the slot."""
+    gib = round(device["memory_total_bytes"] / 1024**3)
+    return FakeMigInstance(
+        slot=device["index"],
+        gpu_instance_id=device["gpu_instance_id"],
+        compute_instance_id=device["compute_instance_id"],
+        profile=f"fake.{gib}gb",
+        uuid=f"MIG-{parent_uuid.removeprefix('GPU-')[:-2]}{device['index']:02x}",
+        multiprocessor_count=device["multiprocessor_count"],
+        memory_total=device["memory_total_bytes"],
+        memory_used=device["memory_used_bytes"],
+    )
 
 
 def _kib(text: str | None) -> int | None:
@@ -310,6 +353,9 @@ def _fake_gpu(gpu: CapturedGpu) -> FakeGpu:
         pcie_link_gen_max=num("pcie_link_gen_max"),
         pcie_link_width_max=num("pcie_link_width_max"),
         gpm_supported=gpu.architecture in ("Hopper", "Blackwell"),
+        mig_supported=v["mig_mode"] is not None,
+        mig_mode=v["mig_mode"] == "enabled",
+        mig=[_fake_mig(d, v["uuid"]) for d in v["mig"]],
         errors=errors,
     )
 

@@ -25,6 +25,7 @@ EXACT = ("name", "uuid", "memory_total_bytes", "memory_used_bytes", "memory_rese
 EXACT += ("clock_sm_mhz", "clock_mem_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz")
 EXACT += ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s", "throttle_reasons", "ecc_uncorrected_volatile")
 EXACT += ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max")
+EXACT += ("mig_mode",)
 MEASURED = ("utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w", "power_limit_w")
 MEASURED += ("fan_percent",)
 
@@ -68,6 +69,8 @@ def test_gputop_shows_what_the_capture_shows(path, tmp_path, sleepers):
             if want is None:
                 assert got is None, f"{where}: {key} is N/A in the capture, gputop says {got!r}"
                 assert shown["unavailable"].get(key), f"{where}: {key} is null without a reason"
+            elif key == "mig":  # what nvidia-smi shows of each instance (it names no profile and no MIG UUID)
+                assert [{k: i[k] for k in d} for d, i in zip(want, got, strict=True)] == want, (where, got)
             elif key == "memory_free_bytes":  # nvidia-smi rounds each of total, reserved, used, free to MiB
                 assert abs(got - want) <= 2 * MIB, (where, key, got, want)
             elif key in MEASURED:
