@@ -6,6 +6,7 @@ so, and the others still run. Checks that need NVML are ``skipped`` when NVML co
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import stat
@@ -704,6 +705,10 @@ def probe_dir_source() -> str:
     return "the temporary directory"
 
 
+VERSION_FILE_MAX_BYTES = 64 * 1024
+"""torch's version.py is a few hundred bytes; a larger one is not read."""
+
+
 @dataclass(frozen=True)
 class TorchView:
     installed: bool
@@ -714,10 +719,39 @@ class TorchView:
     error: str | None = None
 
 
+def torch_build(package_dir: str) -> tuple[str, str | None] | None:
+    """``(version, CUDA version or None)`` from torch's own ``version.py``, read without importing torch (an import
+    costs a second or more); None when that file cannot be read as plain assignments."""
+    try:
+        with open(os.path.join(package_dir, "version.py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read(VERSION_FILE_MAX_BYTES))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    values: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            values[target.id] = value.value
+    version, cuda = values.get("__version__"), values.get("cuda", "")
+    if not isinstance(version, str) or not (cuda is None or isinstance(cuda, str)) or cuda == "":
+        return None
+    return version, cuda
+
+
 def read_torch() -> TorchView:
-    """torch in this interpreter, imported only when it is installed (looking costs nothing when it is not)."""
-    if importlib.util.find_spec("torch") is None:
+    """torch in this interpreter. A CPU-only build is known from its ``version.py`` alone; a CUDA build is imported
+    to ask whether it sees the GPUs. Looking costs nothing when torch is not installed."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None:
         return TorchView(installed=False)
+    build = next((b for d in spec.submodule_search_locations or () if (b := torch_build(d)) is not None), None)
+    if build is not None and build[1] is None:
+        return TorchView(True, build[0], None, cuda_available=False, device_count=0)
     try:
         with warnings.catch_warnings():  # torch warns on stderr about optional parts (NumPy) it cannot load
             warnings.simplefilter("ignore")

@@ -205,3 +205,15 @@ def test_fan_and_power_not_supported_collapse_per_field(tmp_path: Path) -> None:
     assert "temperature_c: no permission on GPU 2" in done.stdout
     assert "[limited] Unreadable values (N/A) in a snapshot: 1 field N/A for a reason that can be fixed" in done.stdout
     assert "fix: run gputop as root" in done.stdout
+
+
+def test_a_cpu_only_torch_is_known_without_importing_it() -> None:
+    """Importing torch costs a second or more: a CPU-only build is read from its version.py alone."""
+    code = (
+        "import sys; from gputop.doctor.checks import read_torch; view = read_torch(); "
+        "print(view.version, view.cuda_build, view.cuda_available, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    import torch
+
+    assert out == [torch.__version__, "None", "False", "False"]

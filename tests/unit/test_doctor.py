@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputop.doctor import checks
-from gputop.doctor.checks import ProcView, TorchView, Unreadable
+from gputop.doctor.checks import ProcView, TorchView, Unreadable, torch_build
 from gputop.doctor.nvml import MigState, Session
 from gputop.doctor.render import render_check, render_text, report_to_dict
 from gputop.doctor.result import Check, Report
@@ -252,3 +252,24 @@ def test_the_check_ids_are_those_docs_doctor_md_documents() -> None:
     for id in ("driver", "gpus", "persistence", "processes", "proc", "pid_namespace", "mig", "gpm", "fields"):
         assert f"`{id}`" in doc
     assert "`probe_dir`" in doc and "`torch`" in doc
+
+
+@pytest.mark.parametrize(
+    ("text", "build"),
+    [
+        ("__version__ = '2.13.0+cpu'\ncuda: Optional[str] = None\n", ("2.13.0+cpu", None)),
+        ("__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n", ("2.11.0+cu130", "13.0")),
+        ("__version__ = '2.5.1'\ncuda = '12.4'\ngit_version = 'abc'\n", ("2.5.1", "12.4")),
+        ("__version__ = get_version()\ncuda = None\n", None),  # not a plain value: import torch instead
+        ("__version__ = '2.5.1'\n", None),  # no cuda line at all
+        ("cuda = None\n", None),
+        ("this is not python(", None),
+    ],
+)
+def test_torch_build_is_read_from_version_py_without_importing_torch(tmp_path, text, build) -> None:
+    (tmp_path / "version.py").write_text(text)
+    assert torch_build(str(tmp_path)) == build
+
+
+def test_a_missing_version_file_is_no_build(tmp_path) -> None:
+    assert torch_build(str(tmp_path)) is None
