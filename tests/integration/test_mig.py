@@ -10,8 +10,16 @@ import pynvml
 import pytest
 
 from gputop.collect.nvml import NvmlCollector
-from gputop.model import MEASURING, MIG_DISABLED, MIG_ENABLED, NOT_IN_DRIVER, NOT_IN_MIG_MODE, UNSUPPORTED
-from tests.fakenvml.state import FakeMigInstance, FakeState
+from gputop.model import (
+    MEASURING,
+    MIG_DISABLED,
+    MIG_ENABLED,
+    NOT_IN_DRIVER,
+    NOT_IN_MIG_MODE,
+    NOT_REPORTED,
+    UNSUPPORTED,
+)
+from tests.fakenvml.state import NVML_VALUE_NOT_AVAILABLE, FakeMigInstance, FakeState
 from tests.machines import GIB, h100
 from tests.mig_machines import a100_mig, h100_mig, mig_box
 
@@ -235,3 +243,20 @@ def test_a_pending_mode_change_is_read(fake_driver, collector):
     gpus, _ = collector.read(slow=True)
 
     assert (gpus[0].mig_mode, gpus[0].mig_pending_mode, gpus[0].mig) == (MIG_DISABLED, MIG_ENABLED, ())
+
+
+@pytest.mark.parametrize("privileged", [True, False], ids=["parent-list", "per-instance-lists"])
+def test_a_mig_process_whose_memory_the_driver_does_not_report_is_null_with_the_reason(
+    fake_driver, collector, privileged
+):
+    """NVML_VALUE_NOT_AVAILABLE (all bits set) on a MIG instance's process, whether the list came from the parent
+    (as root) or from the instance's own handle (as another user): never 16 EiB, never a bare null."""
+    state = mig_box(privileged=privileged)
+    state.gpus[0].mig[0].processes[0].used_memory = NVML_VALUE_NOT_AVAILABLE
+    fake_driver(state)
+
+    _, processes = two_readings(collector)
+
+    (row,) = [p for p in processes if p.pid == 4242]
+    assert (row.mig_index, row.gpu_memory_bytes) == (0, None)
+    assert row.unavailable["gpu_memory_bytes"] == NOT_REPORTED

@@ -26,7 +26,7 @@ from typing import Any
 
 from gputop.collect.nvml.errors import GONE, NVML_SUCCESS, GpuLost, call, lost_reason, nvml_code, text
 from gputop.collect.nvml.gpm import free, supported
-from gputop.collect.nvml.processes import running
+from gputop.collect.nvml.processes import reported, running
 from gputop.collect.nvml.slot import GpuSlot, Put, Variants
 from gputop.model import (
     COMPUTE,
@@ -39,6 +39,7 @@ from gputop.model import (
     NO_PERMISSION,
     NOT_IN_DRIVER,
     NOT_IN_MIG_MODE,
+    NOT_REPORTED,
     UNSUPPORTED,
     GpuProcess,
     MigInstance,
@@ -329,7 +330,7 @@ def read_processes(slot: GpuSlot, variants: Variants) -> list[GpuProcess]:
         found, why = _aggregate(slot, variants, kind)
         refused = refused or (kind == COMPUTE and why == NO_PERMISSION)
         for p in found or ():
-            _add(listed, int(p.pid), kind, p.usedGpuMemory, None, p.gpuInstanceId, p.computeInstanceId)
+            _add(listed, int(p.pid), kind, reported(p.usedGpuMemory), None, p.gpuInstanceId, p.computeInstanceId)
     per_instance_refused = bool(slot.mig_slots)
     if not listed:
         for mig in slot.mig_slots:
@@ -351,8 +352,8 @@ def read_processes(slot: GpuSlot, variants: Variants) -> list[GpuProcess]:
         if mig is None and gi is not None:
             mig = next((m for m in slot.mig_slots if (m.gpu_instance_id, m.compute_instance_id) == (gi, ci)), None)
         reasons = {"sm_percent": NOT_IN_MIG_MODE, "memory_bandwidth_percent": NOT_IN_MIG_MODE}
-        if memory is None:
-            reasons["gpu_memory_bytes"] = UNSUPPORTED
+        if memory is None:  # the call answered, with NVML_VALUE_NOT_AVAILABLE for this process
+            reasons["gpu_memory_bytes"] = NOT_REPORTED
         rows.append(
             GpuProcess(
                 pid=pid,
