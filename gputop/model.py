@@ -149,7 +149,8 @@ class Gpu:
 
     ``utilization_gpu_percent`` is NVML's ``utilization.gpu``: the share of the sample period in which any kernel
     ran, not how many SMs were busy. ``sm_activity_percent`` is the real SM activity from NVML GPM, where the GPU
-    offers it (Hopper and newer).
+    offers it (Hopper and newer); the fields after ``mig`` are GPM's other profiling metrics, read in the same
+    request (DCGM's SM occupancy, tensor, DRAM, FP pipe, PCIe and NVLink metrics).
     """
 
     index: int
@@ -189,6 +190,22 @@ class Gpu:
     """The MIG mode after the next GPU reset, when it differs from ``mig_mode`` a change is waiting."""
     mig: tuple[MigInstance, ...] = ()
     """Its MIG instances by slot; empty when MIG is off."""
+    sm_occupancy_percent: float | None = None
+    """GPM: resident warps against the SMs' theoretical maximum (DCGM's SM occupancy)."""
+    tensor_activity_percent: float | None = None
+    """GPM: the share of time the SMs ran any tensor-core instruction."""
+    dram_bandwidth_percent: float | None = None
+    """GPM: DRAM bandwidth used against its theoretical maximum."""
+    fp64_activity_percent: float | None = None
+    fp32_activity_percent: float | None = None
+    fp16_activity_percent: float | None = None
+    """GPM: the share of time the SMs ran non-tensor FP64, FP32, FP16 math."""
+    gpm_pcie_tx_bytes_per_s: int | None = None
+    gpm_pcie_rx_bytes_per_s: int | None = None
+    """GPM: PCIe traffic from (TX) and to (RX) the GPU, averaged between two ticks."""
+    nvlink_tx_bytes_per_s: int | None = None
+    nvlink_rx_bytes_per_s: int | None = None
+    """GPM: NVLink traffic over all links, written (TX) and read (RX)."""
 
     @property
     def memory_used_fraction(self) -> float | None:
