@@ -512,6 +512,13 @@ class ProbeReport:
     cuda_reason: str | None = None
     failures: int = 0
     last_failure: str | None = None
+    autocast: bool | None = None
+    """Whether the training thread was inside CUDA autocast at its last DataLoader batch boundary (a loop that
+    enters autocast only around its forward reads false there)."""
+    float32_matmul_precision: str | None = None
+    """``torch.get_float32_matmul_precision()``: ``highest`` keeps float32 matmuls off the tensor cores (no TF32)."""
+    parameter_dtypes: tuple[str, ...] | None = None
+    """The dtypes of the parameters of the last optimizer stepped (``float32``, ``bfloat16``); None before a step."""
 
     @property
     def ok(self) -> bool:
