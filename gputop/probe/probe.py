@@ -1,7 +1,8 @@
 """The probe's state inside the training process, and the thread that writes its reports.
 
 The training loop touches this only through the hooks: ``register`` once per iterator, ``sample_step`` at most
-once per write interval (and the optimizer step hook, ``precision.py``). Everything that costs more (statistics, JSON, the file) runs on the writer thread.
+once per write interval, and the optimizer step hook (``precision.py``). Everything that costs more (statistics, JSON,
+the file) runs on the writer thread.
 Nothing here raises to its caller: a failure is counted and named in the next report.
 """
 
