@@ -376,7 +376,7 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
 
 def _compact_real_work(gpu: Gpu, wide: bool, p: Palette) -> Text:
     """Tensor activity after SM on a compact row (and occupancy and DRAM on a wide one), from the bars' room."""
-    parts = (("TC", gpu.tensor_activity_percent),)
+    parts: tuple[tuple[str, float | None], ...] = (("TC", gpu.tensor_activity_percent),)
     if wide:
         parts += (("occ", gpu.sm_occupancy_percent), ("DRAM", gpu.dram_bandwidth_percent))
     text = Text()
