@@ -54,7 +54,23 @@ V1_NOT_RECORDED = "not recorded"
 count, a worker's name, user, command, start time and thread count) when the snapshot's own ``host_processes``
 does not have it either."""
 ADDED_LATER: dict[type, tuple[str, ...]] = {
-    Gpu: ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max"),
+    Gpu: (
+        "ecc_enabled",
+        "pcie_link_gen",
+        "pcie_link_width",
+        "pcie_link_gen_max",
+        "pcie_link_width_max",
+        "sm_occupancy_percent",
+        "tensor_activity_percent",
+        "dram_bandwidth_percent",
+        "fp64_activity_percent",
+        "fp32_activity_percent",
+        "fp16_activity_percent",
+        "gpm_pcie_tx_bytes_per_s",
+        "gpm_pcie_rx_bytes_per_s",
+        "nvlink_tx_bytes_per_s",
+        "nvlink_rx_bytes_per_s",
+    ),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""

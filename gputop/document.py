@@ -49,6 +49,19 @@ GPU_KEYS = (
 )
 GPU_MIG_KEYS = ("mig_mode", "mig_pending_mode")
 """Keys added to a GPU object after ``unavailable`` (schema 1 grows by new keys only), before its ``mig`` list."""
+GPU_GPM_KEYS = (
+    "sm_occupancy_percent",
+    "tensor_activity_percent",
+    "dram_bandwidth_percent",
+    "fp64_activity_percent",
+    "fp32_activity_percent",
+    "fp16_activity_percent",
+    "gpm_pcie_tx_bytes_per_s",
+    "gpm_pcie_rx_bytes_per_s",
+    "nvlink_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+)
+"""GPM's profiling metrics of a GPU, added after its MIG mode keys (before its ``mig`` list)."""
 MIG_KEYS = (
     "index",
     "gpu_instance_id",
@@ -126,9 +139,11 @@ def process_record(p: GpuProcess) -> dict[str, Any]:
 
 
 def gpu_record(g: Gpu) -> dict[str, Any]:
-    """One GPU object of schema 1: its keys, ``unavailable``, then its MIG mode and instances."""
+    """One GPU object of schema 1: its keys, ``unavailable``, its MIG mode, GPM's profiling metrics, then its MIG
+    instances."""
     out = _record(g, GPU_KEYS)
     out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
+    out.update((key, getattr(g, key)) for key in GPU_GPM_KEYS)
     out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
     return out
 

@@ -149,7 +149,8 @@ class Gpu:
 
     ``utilization_gpu_percent`` is NVML's ``utilization.gpu``: the share of the sample period in which any kernel
     ran, not how many SMs were busy. ``sm_activity_percent`` is the real SM activity from NVML GPM, where the GPU
-    offers it (Hopper and newer).
+    offers it (Hopper and newer); the fields after ``mig`` are GPM's other profiling metrics, read in the same
+    request (DCGM's SM occupancy, tensor, DRAM, FP pipe, PCIe and NVLink metrics).
     """
 
     index: int
@@ -189,6 +190,22 @@ class Gpu:
     """The MIG mode after the next GPU reset, when it differs from ``mig_mode`` a change is waiting."""
     mig: tuple[MigInstance, ...] = ()
     """Its MIG instances by slot; empty when MIG is off."""
+    sm_occupancy_percent: float | None = None
+    """GPM: resident warps against the SMs' theoretical maximum (DCGM's SM occupancy)."""
+    tensor_activity_percent: float | None = None
+    """GPM: the share of time the SMs ran any tensor-core instruction."""
+    dram_bandwidth_percent: float | None = None
+    """GPM: DRAM bandwidth used against its theoretical maximum."""
+    fp64_activity_percent: float | None = None
+    fp32_activity_percent: float | None = None
+    fp16_activity_percent: float | None = None
+    """GPM: the share of time the SMs ran non-tensor FP64, FP32, FP16 math."""
+    gpm_pcie_tx_bytes_per_s: int | None = None
+    gpm_pcie_rx_bytes_per_s: int | None = None
+    """GPM: PCIe traffic from (TX) and to (RX) the GPU, averaged between two ticks."""
+    nvlink_tx_bytes_per_s: int | None = None
+    nvlink_rx_bytes_per_s: int | None = None
+    """GPM: NVLink traffic over all links, written (TX) and read (RX)."""
 
     @property
     def memory_used_fraction(self) -> float | None:
@@ -495,6 +512,13 @@ class ProbeReport:
     cuda_reason: str | None = None
     failures: int = 0
     last_failure: str | None = None
+    autocast: bool | None = None
+    """Whether the training thread was inside CUDA autocast at its last DataLoader batch boundary (a loop that
+    enters autocast only around its forward reads false there)."""
+    float32_matmul_precision: str | None = None
+    """``torch.get_float32_matmul_precision()``: ``highest`` keeps float32 matmuls off the tensor cores (no TF32)."""
+    parameter_dtypes: tuple[str, ...] | None = None
+    """The dtypes of the parameters of the last optimizer stepped (``float32``, ``bfloat16``); None before a step."""
 
     @property
     def ok(self) -> bool:

@@ -36,6 +36,7 @@ def h100(index: int, **overrides: object) -> FakeGpu:
         "gpm_sm_util": 63.5,
         "gpm_sm_occupancy": 31.0,
         "gpm_dram_bw_util": 22.0,
+        "gpm_any_tensor_util": 42.0,  # a mixed-precision step keeps its tensor cores busy
         "errors": {"nvmlDeviceGetFanSpeed": "NOT_SUPPORTED"},
     }
     values.update(overrides)

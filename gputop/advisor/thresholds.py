@@ -105,6 +105,23 @@ MAIN_THREAD_BUSY = 0.90
 CPU_LOOP_GPU_BUSY_BELOW = 50.0
 """GPU busy below which a busy main thread is starving the GPU (gputop)."""
 
+# -- what the GPU's SMs do (NVML GPM, the metrics DCGM calls profiling metrics) ------------------------------------
+
+LAUNCH_BOUND_GPU_BUSY = 80.0
+"""NVML busy from which a kernel runs nearly all the time; with low SM activity, those are small kernels one after
+another (gputop)."""
+LAUNCH_BOUND_SM_ACTIVITY = 30.0
+"""SM activity at or below which a busy GPU is mostly idle SMs. DCGM's profiling metrics documentation: SM activity
+below 0.5 "likely indicates ineffective GPU usage"; 0.3 leaves no doubt (gputop)."""
+TENSOR_IDLE_SM_ACTIVITY = 50.0
+"""SM activity from which the SMs do real work worth moving to the tensor cores (DCGM's profiling metrics
+documentation: 0.5, below which GPU usage is likely ineffective for other reasons)."""
+TENSOR_IDLE_PERCENT = 5.0
+"""Tensor-core activity at or below which the tensor cores are idle: a mixed-precision or TF32 step keeps them busy
+a good part of the time, well above this (gputop)."""
+FULL_PRECISION = "highest"
+"""``torch.get_float32_matmul_precision()`` that keeps float32 matmuls off the tensor cores (PyTorch's default)."""
+
 # -- the GPU itself -----------------------------------------------------------------------------------------------
 
 HARDWARE_SLOWDOWN: tuple[ThrottleReason, ...] = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")

@@ -102,6 +102,14 @@ class JobSample:
         return _mean([g.sm_activity_percent for g in self.gpus])
 
     @property
+    def sm_occupancy_percent(self) -> float | None:
+        return _mean([g.sm_occupancy_percent for g in self.gpus])
+
+    @property
+    def tensor_activity_percent(self) -> float | None:
+        return _mean([g.tensor_activity_percent for g in self.gpus])
+
+    @property
     def gpu_memory_fraction(self) -> float | None:
         """The fullest of its GPUs: used over total memory, every process on it counted."""
         fractions = [g.memory_used_fraction for g in self.gpus if g.memory_used_fraction is not None]

@@ -44,6 +44,8 @@ MAX_DEPTH = 16
 MAX_LOADERS = 64
 MAX_DEVICES = 64
 MAX_WORKER_PIDS = 1024
+MAX_DTYPES = 8
+"""Distinct parameter dtypes in a report (the probe sends at most 8)."""
 MAX_TEXT = 300
 """Characters kept of a string: the probe's longest (``last_failure``) is cut at 300."""
 MAX_INT = (1 << 63) - 1
@@ -180,7 +182,32 @@ def parse_report(
         cuda_reason=_text(doc, "cuda_reason"),
         failures=_int(doc, "failures") or 0,
         last_failure=_text(doc, "last_failure"),
+        autocast=_bool(doc, "autocast"),
+        float32_matmul_precision=_word(doc, "float32_matmul_precision"),
+        parameter_dtypes=_dtypes(doc.get("parameter_dtypes")),
     )
+
+
+def _word(item: dict[str, Any], key: str) -> str | None:
+    """A short lowercase name (``highest``, ``bfloat16``): anything else is malformed."""
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _WORD.fullmatch(value):
+        raise Malformed(f"{key}: not a short name")
+    return value
+
+
+def _dtypes(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = _list(value, "parameter dtypes", MAX_DTYPES)
+    if not all(isinstance(name, str) and _WORD.fullmatch(name) for name in names):
+        raise Malformed("parameter_dtypes: not a list of dtype names")
+    return tuple(names)
+
+
+_WORD = re.compile(r"[a-z][a-z0-9_]{0,23}")
 
 
 _PINNED_FIELDS = ("allocated_bytes", "allocated_peak_bytes", "active_bytes", "num_host_alloc", "num_host_free")

@@ -76,6 +76,56 @@ GPU_GAUGES: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
         "Share of streaming multiprocessors busy (NVML GPM SM utilization; Hopper and newer).",
         lambda g: ratio(g.sm_activity_percent),
     ),
+    (
+        "gputop_gpu_sm_occupancy_ratio",
+        "Resident warps against the SMs' theoretical maximum (NVML GPM SM occupancy; Hopper and newer).",
+        lambda g: ratio(g.sm_occupancy_percent),
+    ),
+    (
+        "gputop_gpu_tensor_activity_ratio",
+        "Share of time the SMs ran any tensor-core instruction (NVML GPM; Hopper and newer).",
+        lambda g: ratio(g.tensor_activity_percent),
+    ),
+    (
+        "gputop_gpu_dram_bandwidth_ratio",
+        "DRAM bandwidth used against its theoretical maximum (NVML GPM; Hopper and newer).",
+        lambda g: ratio(g.dram_bandwidth_percent),
+    ),
+    (
+        "gputop_gpu_fp64_activity_ratio",
+        "Share of time the SMs ran non-tensor FP64 math (NVML GPM; Hopper and newer).",
+        lambda g: ratio(g.fp64_activity_percent),
+    ),
+    (
+        "gputop_gpu_fp32_activity_ratio",
+        "Share of time the SMs ran non-tensor FP32 math (NVML GPM; Hopper and newer).",
+        lambda g: ratio(g.fp32_activity_percent),
+    ),
+    (
+        "gputop_gpu_fp16_activity_ratio",
+        "Share of time the SMs ran non-tensor FP16 math (NVML GPM; Hopper and newer).",
+        lambda g: ratio(g.fp16_activity_percent),
+    ),
+    (
+        "gputop_gpu_gpm_pcie_tx_bytes_per_second",
+        "PCIe traffic from the GPU between two samples (NVML GPM; Hopper and newer).",
+        lambda g: g.gpm_pcie_tx_bytes_per_s,
+    ),
+    (
+        "gputop_gpu_gpm_pcie_rx_bytes_per_second",
+        "PCIe traffic to the GPU between two samples (NVML GPM; Hopper and newer).",
+        lambda g: g.gpm_pcie_rx_bytes_per_s,
+    ),
+    (
+        "gputop_gpu_nvlink_tx_bytes_per_second",
+        "NVLink traffic written over all links (NVML GPM; Hopper and newer).",
+        lambda g: g.nvlink_tx_bytes_per_s,
+    ),
+    (
+        "gputop_gpu_nvlink_rx_bytes_per_second",
+        "NVLink traffic read over all links (NVML GPM; Hopper and newer).",
+        lambda g: g.nvlink_rx_bytes_per_s,
+    ),
     ("gputop_gpu_temperature_celsius", "GPU core temperature.", lambda g: g.temperature_c),
     ("gputop_gpu_power_watts", "Power drawn by the GPU.", lambda g: g.power_w),
     ("gputop_gpu_power_limit_watts", "Power limit the driver enforces.", lambda g: g.power_limit_w),

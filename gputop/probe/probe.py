@@ -1,7 +1,8 @@
 """The probe's state inside the training process, and the thread that writes its reports.
 
 The training loop touches this only through the hooks: ``register`` once per iterator, ``sample_step`` at most
-once per write interval. Everything that costs more (statistics, JSON, the file) runs on the writer thread.
+once per write interval, and the optimizer step hook (``precision.py``). Everything that costs more (statistics, JSON,
+the file) runs on the writer thread.
 Nothing here raises to its caller: a failure is counted and named in the next report.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from . import channel
 from .cuda import CudaReader
 from .loader import LoaderTrack, effective_config
+from .precision import PrecisionReader
 
 TRACK_ATTR = "_gputop_probe_track"
 
@@ -63,6 +65,7 @@ class Probe:
         self._cuda_sample: dict[str, Any] | None = None
         self._cuda_reason: str | None = "no step yet"
         self._cuda_sampled_at: float | None = None
+        self._precision = PrecisionReader()
         self._dir_ready = False
         self._start_ticks = _own_start_ticks()
 
@@ -96,6 +99,17 @@ class Probe:
             self._cuda_sampled_at = now
         except Exception as exc:
             self.failed("cuda stats", exc)
+        try:
+            self._precision.read(now, self._after_optimizer_step)
+        except Exception as exc:
+            self.failed("precision", exc)
+
+    def _after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """torch's global optimizer step hook: never raises into ``optimizer.step()``."""
+        try:
+            self._precision.after_step(optimizer)
+        except Exception as exc:
+            self.failed("parameter dtypes", exc)
 
     def failed(self, where: str, exc: BaseException) -> None:
         self.failures += 1
@@ -135,6 +149,7 @@ class Probe:
             "cuda": self._cuda_sample,
             "cuda_reason": self._cuda_reason,
             "cuda_age_s": None if self._cuda_sampled_at is None else now - self._cuda_sampled_at,
+            **self._precision.report(),
         }
 
     def write(self) -> bool:

@@ -143,6 +143,9 @@ def gpu(
     reasons: tuple[str, ...] = (),
     clock: int = 1755,
     rx_bytes_per_s: int | None = None,
+    occupancy: float | None = None,
+    tensor: float | None = None,
+    fp32: float | None = None,
 ) -> Gpu:
     return Gpu(
         index=0,
@@ -160,6 +163,9 @@ def gpu(
         clock_sm_max_mhz=1980,
         pcie_rx_bytes_per_s=rx_bytes_per_s,
         throttle_reasons=reasons,
+        sm_occupancy_percent=occupancy,
+        tensor_activity_percent=tensor,
+        fp32_activity_percent=fp32,
     )
 
 

@@ -15,11 +15,13 @@ from gputop.advisor.rules import (
     empty_cache_in_loop,
     fragmentation,
     gpu_idle,
+    launch_bound,
     loader_in_main_process,
     memory_leak,
     memory_near_full,
     persistent_workers_off,
     pin_memory_off,
+    tensor_cores_idle,
     throttling,
     too_many_workers,
     worker_memory_growth,
@@ -436,6 +438,77 @@ def test_cpu_bound_loop_silent_when_the_gpu_is_busy():
 
 def test_cpu_bound_loop_silent_when_the_main_thread_waits():
     assert cpu_bound_loop(looping(main_busy=0.4), CONFIG) is None
+
+
+# -- launch-bound -------------------------------------------------------------------------------------------------
+
+
+def launching(main_busy=0.98, busy=96.0, sm=16.0, wait=0.01):
+    status = "running" if main_busy > 0.75 else "sleeping"
+    training = view(loader(wait=wait), workers(2), main_busy=main_busy, main_status=status)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy, sm=sm, occupancy=9.0),)))
+
+
+def test_launch_bound_when_a_busy_gpu_has_idle_sms_and_the_main_thread_never_rests():
+    finding = launch_bound(launching(), CONFIG)
+
+    assert finding.severity == WARNING and finding.source == SOURCE_BOTH
+    assert "GPU busy 96% but SM activity 16% (occupancy 9%)" in finding.detail
+    assert "CUDA graphs" in finding.action and ".item()" in finding.action and "larger batch" in finding.action
+    assert finding.evidence["sm_activity_percent"] == 16.0 and finding.evidence["main_thread_busy_share"] >= 0.98
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"sm": 70.0},  # the SMs are busy: big kernels
+        {"sm": None},  # no GPM: nothing to say
+        {"busy": 60.0},  # cpu-bound-loop's business
+        {"main_busy": 0.4},  # the main thread waits (on the GPU, say)
+        {"wait": 0.4},  # the loop waits for data: data-starved's business
+    ],
+)
+def test_launch_bound_silent_otherwise(changes):
+    assert launch_bound(launching(**changes), CONFIG) is None
+
+
+# -- tensor-cores-idle --------------------------------------------------------------------------------------------
+
+
+def fp32_step(sm=74.0, tensor=0.0, autocast=False, precision="highest", dtypes=("float32",)):
+    training = view(loader(wait=0.02), workers(2))
+    probe = dataclasses.replace(
+        training.probe, autocast=autocast, float32_matmul_precision=precision, parameter_dtypes=dtypes
+    )
+    training = dataclasses.replace(training, probe=probe)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=97, sm=sm, tensor=tensor, fp32=55.0),)))
+
+
+def test_tensor_cores_idle_when_the_sms_work_in_full_float32():
+    finding = tensor_cores_idle(fp32_step(), CONFIG)
+
+    assert finding.severity == INFO and finding.source == SOURCE_BOTH
+    assert "SM activity 74% but tensor-core activity 0%, FP32 pipes 55%" in finding.detail
+    assert 'torch.autocast("cuda", dtype=torch.bfloat16)' in finding.action
+    assert 'set_float32_matmul_precision("high")' in finding.action
+    assert finding.evidence["parameter_dtypes"] == ("float32",)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"tensor": 40.0},  # the tensor cores work
+        {"tensor": None},  # no GPM tensor metric
+        {"sm": 20.0},  # little work at all
+        {"autocast": True},  # the loop runs in autocast: its idle tensor cores are not a matter of dtype
+        {"autocast": None},  # a probe that does not say
+        {"precision": "high"},  # TF32 allowed already
+        {"dtypes": ("bfloat16",)},
+        {"dtypes": None},  # no optimizer step seen
+    ],
+)
+def test_tensor_cores_idle_silent_otherwise(changes):
+    assert tensor_cores_idle(fp32_step(**changes), CONFIG) is None
 
 
 # -- gpu-idle -----------------------------------------------------------------------------------------------------

@@ -117,6 +117,25 @@ def test_percentages_become_ratios_from_0_to_1():
     assert value(samples, "gputop_host_cpu_busy_ratio") == 0.375
 
 
+def test_gpm_profiling_metrics_are_one_family_each_ratios_for_shares():
+    gpu = replace(
+        GPU,
+        sm_occupancy_percent=9.0,
+        tensor_activity_percent=2.5,
+        dram_bandwidth_percent=11.0,
+        fp32_activity_percent=0.0,
+        gpm_pcie_rx_bytes_per_s=1_048_576,
+    )
+    samples = scrape(snapshot(gpus=(gpu,)))
+
+    assert value(samples, "gputop_gpu_sm_occupancy_ratio", gpu="0") == 0.09
+    assert value(samples, "gputop_gpu_tensor_activity_ratio", gpu="0") == 0.025
+    assert value(samples, "gputop_gpu_dram_bandwidth_ratio", gpu="0") == 0.11
+    assert value(samples, "gputop_gpu_fp32_activity_ratio", gpu="0") == 0
+    assert value(samples, "gputop_gpu_gpm_pcie_rx_bytes_per_second", gpu="0") == 1_048_576
+    assert not names(samples) & {"gputop_gpu_fp64_activity_ratio", "gputop_gpu_nvlink_rx_bytes_per_second"}
+
+
 def test_pcie_throughput_is_one_series_per_direction():
     samples = scrape(snapshot())
 

@@ -297,6 +297,9 @@ typedef struct {
     unsigned int mig_max_devices;
     unsigned int multiprocessor_count;
     double gpm_any_tensor_util;
+    /* GPM's FP pipe activity (%) and PCIe/NVLink rates (MiB/s); a negative value: that metric is NOT_SUPPORTED */
+    double gpm_fp64_util, gpm_fp32_util, gpm_fp16_util;
+    double gpm_pcie_tx_mib, gpm_pcie_rx_mib, gpm_nvlink_tx_mib, gpm_nvlink_rx_mib;
     mig_t *migs;
     size_t mig_count, mig_capacity;
     mig_process_t *mig_processes;
@@ -363,6 +366,13 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(mig_max_devices, T_UINT),
     GPU_FIELD(multiprocessor_count, T_UINT),
     GPU_FIELD(gpm_any_tensor_util, T_DOUBLE),
+    GPU_FIELD(gpm_fp64_util, T_DOUBLE),
+    GPU_FIELD(gpm_fp32_util, T_DOUBLE),
+    GPU_FIELD(gpm_fp16_util, T_DOUBLE),
+    GPU_FIELD(gpm_pcie_tx_mib, T_DOUBLE),
+    GPU_FIELD(gpm_pcie_rx_mib, T_DOUBLE),
+    GPU_FIELD(gpm_nvlink_tx_mib, T_DOUBLE),
+    GPU_FIELD(gpm_nvlink_rx_mib, T_DOUBLE),
 };
 
 #define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
@@ -1837,6 +1847,8 @@ struct nvmlGpmSample_st {
     double dram_bw_util;
     unsigned int gpu_instance_id; /* NO_INSTANCE for a whole GPU's sample (nvmlGpmSampleGet) */
     double any_tensor_util;
+    double fp64_util, fp32_util, fp16_util;
+    double pcie_tx_mib, pcie_rx_mib, nvlink_tx_mib, nvlink_rx_mib;
 };
 
 static int gpm_sample_ok(const struct nvmlGpmSample_st *s)
@@ -1917,7 +1929,31 @@ EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSam
     gpmSample->dram_bw_util = g->gpm_dram_bw_util;
     gpmSample->gpu_instance_id = NO_INSTANCE;
     gpmSample->any_tensor_util = g->gpm_any_tensor_util;
+    gpmSample->fp64_util = g->gpm_fp64_util;
+    gpmSample->fp32_util = g->gpm_fp32_util;
+    gpmSample->fp16_util = g->gpm_fp16_util;
+    gpmSample->pcie_tx_mib = g->gpm_pcie_tx_mib;
+    gpmSample->pcie_rx_mib = g->gpm_pcie_rx_mib;
+    gpmSample->nvlink_tx_mib = g->gpm_nvlink_tx_mib;
+    gpmSample->nvlink_rx_mib = g->gpm_nvlink_rx_mib;
     RETURN(NVML_SUCCESS);
+}
+
+/* One metric the fake models only where its state value is not negative (a GPU without NVLink, say). */
+static void gpm_answer(nvmlGpmMetric_t *m, double value, const char *shortName, const char *longName, const char *unit)
+{
+    if (value < 0) {
+        m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        m->value = 0.0;
+        m->metricInfo.shortName = NULL;
+        m->metricInfo.longName = NULL;
+        m->metricInfo.unit = NULL;
+        return;
+    }
+    m->value = value;
+    m->metricInfo.shortName = (char *)shortName;
+    m->metricInfo.longName = (char *)longName;
+    m->metricInfo.unit = (char *)unit;
 }
 
 EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
@@ -1974,6 +2010,27 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
             m->metricInfo.shortName = "dram_bw_util";
             m->metricInfo.longName = "DRAM bandwidth utilization";
             m->metricInfo.unit = "%";
+            break;
+        case NVML_GPM_METRIC_FP64_UTIL:
+            gpm_answer(m, s2->fp64_util, "fp64_util", "FP64 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_FP32_UTIL:
+            gpm_answer(m, s2->fp32_util, "fp32_util", "FP32 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_FP16_UTIL:
+            gpm_answer(m, s2->fp16_util, "fp16_util", "FP16 utilization", "%");
+            break;
+        case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
+            gpm_answer(m, s2->pcie_tx_mib, "pcie_tx_per_sec", "PCIe TX", "MiB/sec");
+            break;
+        case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
+            gpm_answer(m, s2->pcie_rx_mib, "pcie_rx_per_sec", "PCIe RX", "MiB/sec");
+            break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+            gpm_answer(m, s2->nvlink_tx_mib, "nvlink_total_tx_per_sec", "NVLink total TX", "MiB/sec");
+            break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+            gpm_answer(m, s2->nvlink_rx_mib, "nvlink_total_rx_per_sec", "NVLink total RX", "MiB/sec");
             break;
         default:
             m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;

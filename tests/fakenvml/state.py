@@ -156,6 +156,14 @@ class FakeGpu:
     mig_max_devices: int = 7
     multiprocessor_count: int = 132
     gpm_any_tensor_util: float = 0.0
+    # GPM's FP pipe activity (%) and PCIe/NVLink rates (MiB/s, as nvml.h gives them); negative: NOT_SUPPORTED
+    gpm_fp64_util: float = 0.0
+    gpm_fp32_util: float = 0.0
+    gpm_fp16_util: float = 0.0
+    gpm_pcie_tx_mib: float = 0.0
+    gpm_pcie_rx_mib: float = 0.0
+    gpm_nvlink_tx_mib: float = 0.0
+    gpm_nvlink_rx_mib: float = 0.0
     mig: list[FakeMigInstance] = field(default_factory=list)
 
 
@@ -175,7 +183,19 @@ class FakeState:
 
 # Fields of FakeGpu written as plain "key value" lines, with the widest value NVML can carry.
 _TEXT_FIELDS = ("name", "uuid")
-_FLOAT_FIELDS = ("gpm_sm_util", "gpm_sm_occupancy", "gpm_dram_bw_util", "gpm_any_tensor_util")
+_FLOAT_FIELDS = (
+    "gpm_sm_util",
+    "gpm_sm_occupancy",
+    "gpm_dram_bw_util",
+    "gpm_any_tensor_util",
+    "gpm_fp64_util",
+    "gpm_fp32_util",
+    "gpm_fp16_util",
+    "gpm_pcie_tx_mib",
+    "gpm_pcie_rx_mib",
+    "gpm_nvlink_tx_mib",
+    "gpm_nvlink_rx_mib",
+)
 _BOOL_FIELDS = ("gpm_supported", "ecc_mode", "mig_supported", "mig_mode")
 _U64_FIELDS = (
     "memory_total",

@@ -684,18 +684,31 @@ def test_gpm_round_trip(fake: Fake, profile: str) -> None:
     assert pynvml.nvmlGpmQueryDeviceSupport(h).isSupportedDevice == 1
     s1, s2 = pynvml.nvmlGpmSampleAlloc(), pynvml.nvmlGpmSampleAlloc()
     pynvml.nvmlGpmSampleGet(h, s1)
-    fake.write(one_gpu(gpm_sm_util=55.5, gpm_sm_occupancy=44.25, gpm_dram_bw_util=12.75))
+    fake.write(
+        one_gpu(
+            gpm_sm_util=55.5,
+            gpm_sm_occupancy=44.25,
+            gpm_dram_bw_util=12.75,
+            gpm_fp32_util=7.5,
+            gpm_pcie_rx_mib=300.0,
+            gpm_nvlink_tx_mib=-1.0,
+        )
+    )
     pynvml.nvmlGpmSampleGet(h, s2)
     ids = [
         pynvml.NVML_GPM_METRIC_SM_UTIL,
         pynvml.NVML_GPM_METRIC_SM_OCCUPANCY,
         pynvml.NVML_GPM_METRIC_DRAM_BW_UTIL,
-        pynvml.NVML_GPM_METRIC_FP64_UTIL,
+        pynvml.NVML_GPM_METRIC_FP32_UTIL,
+        pynvml.NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+        pynvml.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,  # negative in the state: a GPU without NVLink
+        pynvml.NVML_GPM_METRIC_INTEGER_UTIL,  # not modelled
     ]
     metrics = gpm_metrics(s1, s2, ids).metrics
     # The value recorded in the second sample, as of the moment it was taken.
-    assert [(m.nvmlReturn, m.value) for m in metrics[:3]] == [(0, 55.5), (0, 44.25), (0, 12.75)]
-    assert metrics[3].nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
+    assert [(m.nvmlReturn, m.value) for m in metrics[:5]] == [(0, 55.5), (0, 44.25), (0, 12.75), (0, 7.5), (0, 300.0)]
+    assert metrics[5].nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
+    assert metrics[6].nvmlReturn == pynvml.NVML_ERROR_NOT_SUPPORTED
     pynvml.nvmlGpmSampleFree(s1)
     pynvml.nvmlGpmSampleFree(s2)
 

@@ -74,6 +74,39 @@ def test_sm_activity_comes_from_gpm_once_two_samples_exist(fake_driver, collecto
     assert second[0].sm_activity_percent == 63.5
 
 
+def test_gpm_profiling_metrics_come_in_the_same_request(fake_driver, collector):
+    gpu = h100(
+        0,
+        gpm_sm_util=16.0,
+        gpm_sm_occupancy=9.25,
+        gpm_any_tensor_util=2.0,
+        gpm_dram_bw_util=11.0,
+        gpm_fp64_util=0.0,
+        gpm_fp32_util=7.5,
+        gpm_fp16_util=1.0,
+        gpm_pcie_tx_mib=2.0,
+        gpm_pcie_rx_mib=512.0,
+        gpm_nvlink_tx_mib=-1.0,  # no NVLink: NOT_SUPPORTED for that metric only
+        gpm_nvlink_rx_mib=-1.0,
+    )
+    fake_driver(FakeState(gpus=[gpu]))
+
+    first, _ = collector.read(slow=False)
+    time.sleep(0.01)
+    second, _ = collector.read(slow=False)
+
+    assert first[0].tensor_activity_percent is None
+    assert first[0].unavailable["gpm_pcie_rx_bytes_per_s"] == MEASURING
+    g = second[0]
+    assert (g.sm_activity_percent, g.sm_occupancy_percent, g.tensor_activity_percent) == (16.0, 9.2, 2.0)
+    assert (g.dram_bandwidth_percent, g.fp64_activity_percent, g.fp32_activity_percent) == (11.0, 0.0, 7.5)
+    assert g.fp16_activity_percent == 1.0
+    assert (g.gpm_pcie_tx_bytes_per_s, g.gpm_pcie_rx_bytes_per_s) == (2 * 1024 * 1024, 512 * 1024 * 1024)
+    assert g.nvlink_tx_bytes_per_s is None and g.nvlink_rx_bytes_per_s is None
+    assert g.unavailable["nvlink_tx_bytes_per_s"] == UNSUPPORTED
+    assert "tensor_activity_percent" not in g.unavailable
+
+
 def test_gpu_without_gpm_has_no_sm_activity(fake_driver, collector):
     fake_driver(FakeState(gpus=[h100(0, gpm_supported=False)]))
 
@@ -82,6 +115,7 @@ def test_gpu_without_gpm_has_no_sm_activity(fake_driver, collector):
 
     assert gpus[0].sm_activity_percent is None
     assert gpus[0].unavailable["sm_activity_percent"] == UNSUPPORTED
+    assert gpus[0].unavailable["tensor_activity_percent"] == UNSUPPORTED
 
 
 def test_unsupported_field_is_none_with_reason(fake_driver, collector):

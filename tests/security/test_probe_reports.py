@@ -89,6 +89,17 @@ def test_a_well_formed_report_still_reads_whole(job, probe_dir: Path) -> None:
     assert (view.probe.cuda[0].reserved_bytes, view.probe.pinned_host.allocated_bytes) == (2 << 30, 4096)
 
 
+def test_how_the_job_does_its_math_reads_into_the_probe_report(job, probe_dir: Path) -> None:
+    math = {"autocast": False, "float32_matmul_precision": "highest", "parameter_dtypes": ["float32"]}
+    (probe_dir / f"{job.pid}.json").write_text(json.dumps(full_report(job.pid, **math)))
+
+    _, view = view_of(job.pid, probe_dir)
+
+    assert view.probe.status == PROBE_OK, view.probe.reason
+    assert (view.probe.autocast, view.probe.float32_matmul_precision) == (False, "highest")
+    assert view.probe.parameter_dtypes == ("float32",)
+
+
 def test_a_deeply_nested_report_is_skipped_and_the_view_stays(job, probe_dir: Path) -> None:
     deep = "[" * 100_000 + "]" * 100_000
     text = json.dumps(report_for(job.pid)).replace('"loaders": []', f'"loaders": [], "extra": {deep}')
@@ -124,6 +135,11 @@ def test_nan_and_infinity_are_refused_and_json_output_stays_valid(job, probe_dir
         ({"loaders": [{**LOADER, "data_wait_share": 3.0}]}, "data_wait_share: out of range"),
         ({"torch": ["2.13"]}, "torch: not a string"),
         ({"loaders": [LOADER] * 100}, "too many loaders"),
+        ({"autocast": "yes"}, "autocast: not true or false"),
+        ({"float32_matmul_precision": "\x1b[2Jhigh"}, "float32_matmul_precision: not a short name"),
+        ({"float32_matmul_precision": "h" * 100}, "float32_matmul_precision: not a short name"),
+        ({"parameter_dtypes": ["float32", 32]}, "parameter_dtypes: not a list of dtype names"),
+        ({"parameter_dtypes": ["float32"] * 9}, "too many parameter dtypes"),
     ],
 )
 def test_values_of_the_wrong_type_or_out_of_range_are_refused(job, probe_dir: Path, fields: dict, reason: str) -> None:

@@ -236,3 +236,38 @@ def test_the_probe_removes_reports_of_processes_that_are_gone(probe_dir):
     _, report = run_job(probe_dir, "--epochs", "1")
 
     assert os.listdir(probe_dir) == [f"{report['pid']}.json"]
+
+
+def test_the_report_says_how_the_training_thread_does_its_math(probe_dir):
+    # No CUDA here, so no CUDA autocast: the probe reads it off, the precision as set, the dtypes from the step.
+    code = """
+import torch
+from torch.utils.data import DataLoader
+torch.set_float32_matmul_precision("high")
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in DataLoader(torch.randn(16, 4), batch_size=4):
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+"""
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert report["failures"] == 0, report["last_failure"]
+    assert (report["autocast"], report["float32_matmul_precision"]) == (False, "high")
+    assert report["parameter_dtypes"] == ["float32"]
+
+
+def test_without_an_optimizer_the_parameter_dtypes_are_unknown(probe_dir):
+    code = """
+import torch
+from torch.utils.data import DataLoader
+for x in DataLoader(torch.randn(8, 4), batch_size=4):
+    pass
+"""
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert (report["autocast"], report["float32_matmul_precision"]) == (False, "highest")
+    assert report["parameter_dtypes"] is None

@@ -252,6 +252,52 @@ def training_node(t: float = T0, lost: Iterable[int] = (), focus_pid: int | None
     return Snapshot(t, host(t), DRIVER, gpus, processes, host_processes(processes, _cpu_job(t)), focus_pid)
 
 
+REAL_WORK_GPUS = (
+    # SM, occupancy, tensor, DRAM, FP32, FP16: what GPM says of the work behind each GPU's BUSY
+    (16.0, 9.0, 2.0, 11.0, 6.0, 1.0),  # launch-bound: one small kernel at a time reads BUSY ~95 %
+    (88.0, 46.0, 63.0, 58.0, 12.0, 4.0),  # a bf16 step: tensor cores busy
+    (74.0, 38.0, 0.0, 41.0, 55.0, 0.0),  # fp32 matmuls: tensor cores idle
+)
+
+
+NVLINK = ("nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s")
+
+
+def real_work_gpu(index: int, t: float) -> Gpu:
+    """``gpu(index, t)`` with GPM's other metrics, which move with its busy % like its SM activity does."""
+    base = gpu(index, t)
+    sm, occupancy, tensor, dram, fp32, fp16 = REAL_WORK_GPUS[index % len(REAL_WORK_GPUS)]
+    scale = (base.utilization_gpu_percent or 0) / 95
+    return replace(
+        base,
+        sm_activity_percent=round(sm * scale, 1),
+        sm_occupancy_percent=round(occupancy * scale, 1),
+        tensor_activity_percent=round(tensor * scale, 1),
+        dram_bandwidth_percent=round(dram * scale, 1),
+        fp64_activity_percent=0.0,
+        fp32_activity_percent=round(fp32 * scale, 1),
+        fp16_activity_percent=round(fp16 * scale, 1),
+        gpm_pcie_tx_bytes_per_s=1_200 * 1024,
+        gpm_pcie_rx_bytes_per_s=48_000 * 1024,
+        nvlink_tx_bytes_per_s=None if index >= 4 else 92 * GIB,
+        nvlink_rx_bytes_per_s=None if index >= 4 else 91 * GIB,
+        unavailable=frozen_reasons(
+            {**base.unavailable, **(dict.fromkeys(NVLINK, "unsupported") if index >= 4 else {})}
+        ),
+    )
+
+
+def real_work_node(t: float = T0, count: int = 8) -> Snapshot:
+    """``training_node`` whose first ``count`` H100s report GPM's occupancy, tensor, DRAM and FP pipe activity:
+    GPU 0 (and 3, 6) launch-bound, 1 (4, 7) on tensor cores, 2 (5) on FP32 pipes with its tensor cores idle."""
+    snap = training_node(t)
+    return replace(
+        snap,
+        gpus=tuple(real_work_gpu(g.index, t) for g in snap.gpus[:count]),
+        processes=tuple(p for p in snap.processes if p.gpu_index < count),
+    )
+
+
 def _cpu_job(t: float) -> tuple[HostProcess, ...]:
     """A CPU-only preprocessing job with two children, for the GPU-less --pid view."""
     return (

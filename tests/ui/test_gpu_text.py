@@ -32,6 +32,21 @@ def test_a_gpu_without_gpm_has_no_sm_line() -> None:
     assert "SM  " not in plain(card_lines(old, Sparks(), 76, PLAIN)).replace("clocks SM", "")
 
 
+def test_the_sm_line_says_what_the_sms_do_when_gpm_reports_it() -> None:
+    work = scenes.real_work_gpu(3, scenes.T0)
+    text = plain(card_lines(work, Sparks(), 120, PLAIN))
+    assert "occ 8%  tensor 2%  DRAM 10%  fp32 6%" in text
+    assert len(card_lines(work, Sparks(), 120, PLAIN)) == len(card_lines(GPU, Sparks(), 120, PLAIN))
+    narrow = plain(card_lines(work, Sparks(), 44, PLAIN)).splitlines()[2]
+    assert "tensor 2%" in narrow and "DRAM" not in narrow  # what does not fit is left out, not cut
+
+
+def test_only_gpus_with_real_work_metrics_get_them_in_compact_rows() -> None:
+    assert " TC " in compact_line(scenes.real_work_gpu(1, scenes.T0), "", 80, PLAIN).plain
+    assert " TC " not in compact_line(GPU, "", 80, PLAIN).plain
+    assert "DRAM" in compact_line(scenes.real_work_gpu(1, scenes.T0), "", 160, PLAIN).plain
+
+
 def test_unreadable_values_read_na_never_zero() -> None:
     blind = Gpu(0, None, "NVIDIA A100", unavailable=frozen_reasons({"temperature_c": "unsupported"}))
     text = plain(card_lines(blind, Sparks(), 76, PLAIN))

@@ -30,6 +30,12 @@ def test_eight_gpus_in_training(snap_compare, make_app: MakeApp, size: tuple[int
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_gpus_that_report_real_work(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(scenes.real_work_node))
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_a_lost_gpu(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
     snapshots = [*scenes.history(scenes.training_node)[:-1], scenes.training_node(lost=[scenes.LOST_GPU_INDEX])]
     assert snap_compare(make_app(snapshots), terminal_size=size, run_before=two_frames)

@@ -10,7 +10,7 @@ The rules live by subject: ``pipeline``, ``workers``, ``memory``, ``leaks`` and 
 from __future__ import annotations
 
 from gputop.advisor.rules.base import Finding, Rule
-from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, throttling
+from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, launch_bound, tensor_cores_idle, throttling
 from gputop.advisor.rules.leaks import empty_cache_in_loop, memory_leak
 from gputop.advisor.rules.memory import batch_too_small, fragmentation, memory_near_full
 from gputop.advisor.rules.pipeline import data_starved, loader_in_main_process, persistent_workers_off, pin_memory_off
@@ -28,6 +28,8 @@ RULES: tuple[Rule, ...] = (
     Rule("memory-leak", memory_leak),
     Rule("empty-cache-in-loop", empty_cache_in_loop),
     Rule("cpu-bound-loop", cpu_bound_loop),
+    Rule("launch-bound", launch_bound),
+    Rule("tensor-cores-idle", tensor_cores_idle),
     Rule("gpu-idle", gpu_idle, idle=True),
     Rule("throttling", throttling),
     Rule("worker-memory-growth", worker_memory_growth),
@@ -47,11 +49,13 @@ __all__ = [
     "empty_cache_in_loop",
     "fragmentation",
     "gpu_idle",
+    "launch_bound",
     "loader_in_main_process",
     "memory_leak",
     "memory_near_full",
     "persistent_workers_off",
     "pin_memory_off",
+    "tensor_cores_idle",
     "throttling",
     "too_many_workers",
     "worker_memory_growth",

@@ -1,4 +1,5 @@
-"""Rules on the GPU and the loop that feeds it: a CPU-bound loop, a stalled job, throttling."""
+"""Rules on the GPU and the loop that feeds it: a CPU-bound or launch-bound loop, idle tensor cores, a stalled job,
+throttling."""
 
 from __future__ import annotations
 
@@ -40,6 +41,90 @@ def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         source=SOURCE_EXTERNAL if wait is None else SOURCE_BOTH,
         evidence={"main_thread_busy_share": main, "gpu_busy_percent": busy, "data_wait_share": wait},
     )
+
+
+def launch_bound(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The GPU always has a kernel running, but its SMs are mostly idle, while the main thread is on the CPU all
+    the time and not waiting for data: small kernels launched one after another, paced by Python."""
+    recent = recent_window(w, config)
+    if recent is None or not recent.latest.on_gpu:
+        return None
+    busy = recent.median(lambda s: s.gpu_busy_percent)
+    sm = recent.median(lambda s: s.sm_activity_percent)
+    if busy is None or sm is None or busy < th.LAUNCH_BOUND_GPU_BUSY or sm > th.LAUNCH_BOUND_SM_ACTIVITY:
+        return None
+    main = main_thread_busy(recent)
+    if main is None or main < th.MAIN_THREAD_BUSY:
+        return None
+    wait = recent.loader_median("data_wait_share")
+    if wait is not None and wait >= th.DATA_WAIT_INFO:
+        return None
+    occupancy = recent.median(lambda s: s.sm_occupancy_percent)
+    return Finding(
+        severity=WARNING,
+        title="Launch-bound: the GPU runs small kernels one at a time",
+        detail=f"GPU busy {busy:.0f}% but SM activity {sm:.0f}%"
+        + ("" if occupancy is None else f" (occupancy {occupancy:.0f}%)")
+        + f"; the main thread is on the CPU {pct(main)} of the time"
+        + ("" if wait is None else f" and waits for data {pct(wait)} of each step"),
+        action=(
+            "Give each launch more work and the CPU less per step: a larger batch, torch.compile (fuses kernels), "
+            "CUDA graphs (torch.compile(mode='reduce-overhead')) for a static step, and fewer host syncs in the "
+            "loop (.item(), .cpu(), printing a loss every step), each of which waits for the GPU."
+        ),
+        source=SOURCE_EXTERNAL if wait is None else SOURCE_BOTH,
+        evidence={
+            "gpu_busy_percent": busy,
+            "sm_activity_percent": sm,
+            "sm_occupancy_percent": occupancy,
+            "main_thread_busy_share": main,
+            "data_wait_share": wait,
+        },
+    )
+
+
+def tensor_cores_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """The SMs work but the tensor cores do not, and the probe sees float32 parameters, no autocast and float32
+    matmuls kept off the tensor cores: the step runs its matmuls on the FP32 pipes."""
+    recent = recent_window(w, config)
+    if recent is None or not recent.latest.on_gpu:
+        return None
+    sm = recent.median(lambda s: s.sm_activity_percent)
+    tensor = recent.median(lambda s: s.tensor_activity_percent)
+    if sm is None or tensor is None or sm < th.TENSOR_IDLE_SM_ACTIVITY or tensor > th.TENSOR_IDLE_PERCENT:
+        return None
+    probe = recent.latest.view.probe
+    if not probe.ok or probe.autocast is not False or probe.float32_matmul_precision != th.FULL_PRECISION:
+        return None
+    if probe.parameter_dtypes != ("float32",):
+        return None
+    fp32 = recent.median(lambda s: _mean_of(s, "fp32_activity_percent"))
+    return Finding(
+        severity=INFO,
+        title="Tensor cores idle: the matmuls run in full float32",
+        detail=f"SM activity {sm:.0f}% but tensor-core activity {tensor:.0f}%"
+        + ("" if fp32 is None else f", FP32 pipes {fp32:.0f}%")
+        + "; parameters float32, no autocast seen, float32 matmul precision 'highest'",
+        action=(
+            'Run the forward under torch.autocast("cuda", dtype=torch.bfloat16) (bf16 needs no GradScaler), or at '
+            'least allow TF32: torch.set_float32_matmul_precision("high"). Either moves the matmuls onto the tensor '
+            "cores, several times faster on Ampere and newer."
+        ),
+        source=SOURCE_BOTH,
+        evidence={
+            "sm_activity_percent": sm,
+            "tensor_activity_percent": tensor,
+            "fp32_activity_percent": fp32,
+            "autocast": probe.autocast,
+            "float32_matmul_precision": probe.float32_matmul_precision,
+            "parameter_dtypes": probe.parameter_dtypes,
+        },
+    )
+
+
+def _mean_of(sample: JobSample, name: str) -> float | None:
+    values = [v for v in (getattr(g, name) for g in sample.gpus) if v is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _stall_cause(sample: JobSample, idle_s: float) -> str:

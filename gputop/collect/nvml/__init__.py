@@ -207,9 +207,10 @@ class NvmlCollector:
         device.read_fast(slot, self._variants, put)
         in_mig = mig.read_mode(slot, put)
         if in_mig:
-            put("sm_activity_percent", None, UNSUPPORTED)  # per instance only
+            for name in gpm.FIELDS:
+                put(name, None, UNSUPPORTED)  # per instance only
         else:
-            gpm.read_sm_activity(slot, put)
+            gpm.read(slot, put)
         if slow or not slot.slow or (in_mig and not slot.mig_slots):
             device.read_slow(slot)
             if in_mig:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop.collect.nvml.errors import GONE, NVML_SUCCESS, GpuLost, call, lost_reason, nvml_code, text
+from gputop.collect.nvml.gpm import FIELDS as GPM_FIELDS
 from gputop.collect.nvml.gpm import free, supported
 from gputop.collect.nvml.processes import reported, running
 from gputop.collect.nvml.slot import GpuSlot, Put, Variants
@@ -62,7 +63,7 @@ ACTIVITY = (
     ("sm_activity_percent", NVML_GPM_METRIC_SM_UTIL),
     ("tensor_activity_percent", NVML_GPM_METRIC_ANY_TENSOR_UTIL),
 )
-NO_UTILIZATION = ("utilization_gpu_percent", "utilization_memory_percent", "sm_activity_percent")
+NO_UTILIZATION = ("utilization_gpu_percent", "utilization_memory_percent", *GPM_FIELDS)
 """The GPU's own readings that NVML does not give in MIG mode."""
 
 
