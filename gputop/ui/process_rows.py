@@ -15,6 +15,7 @@ from gputop.model import (
     COMPUTE_GRAPHICS,
     GRAPHICS,
     MIG_ENABLED,
+    Gpu,
     GpuProcess,
     HostProcess,
     Snapshot,
@@ -139,6 +140,23 @@ def focus_family(snap: Snapshot, focus_pid: int) -> set[int]:
             family.add(pid)
             stack.extend(children.get(pid, ()))
     return family
+
+
+def focus_gpus(snap: Snapshot, focus_pid: int) -> tuple[Gpu, ...]:
+    """The GPUs the focus process and its descendants run on; of a GPU in MIG mode, only the instances they run
+    on (the others are other jobs' business)."""
+    family = focus_family(snap, focus_pid)
+    ours = [p for p in snap.processes if p.pid in family]
+    used = {p.gpu_index for p in ours}
+    instances: dict[int, set[int]] = {}
+    for p in ours:
+        if p.mig_index is not None:
+            instances.setdefault(p.gpu_index, set()).add(p.mig_index)
+    return tuple(
+        replace(g, mig=tuple(m for m in g.mig if m.index in instances[g.index])) if g.index in instances else g
+        for g in snap.gpus
+        if g.index in used
+    )
 
 
 def sort_rows(rows: list[ProcessRow], options: ViewOptions) -> list[ProcessRow]:

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from gputop.model import HostProcess
-from gputop.ui.process_rows import ViewOptions, build_rows, focus_family
-from tests.ui import scenes
+from gputop.ui.process_rows import ViewOptions, build_rows, focus_family, focus_gpus
+from tests.ui import mig_scenes, scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -96,3 +96,24 @@ def test_a_gpu_process_the_host_cannot_see_is_still_a_tree_row() -> None:
 def test_elapsed_is_measured_from_the_snapshot_clock() -> None:
     snap = replace(SNAP, processes=(), host_processes=(HostProcess(1, None, start_time=scenes.T0 - 61),))
     assert [row.elapsed_s for row in build_rows(snap, replace(ALICE, tree=True))] == [61.0]
+
+
+def test_a_focus_on_a_mig_instance_keeps_only_the_instances_its_family_runs_on() -> None:
+    snap = mig_scenes.mig_node()
+    mig_gpu = next(g for g in snap.gpus if g.mig)
+    on_instance = {p.pid: p.mig_index for p in snap.processes if p.gpu_index == mig_gpu.index}
+    notebook = mig_scenes.NOTEBOOK_PIDS[0]
+
+    (gpu,) = focus_gpus(snap, notebook)
+
+    assert gpu.index == mig_gpu.index
+    assert [m.index for m in gpu.mig] == [on_instance[notebook]]
+    assert len(mig_gpu.mig) > 1  # the others were there to leave out
+
+
+def test_a_focus_off_mig_keeps_its_gpus_whole() -> None:
+    snap = mig_scenes.mig_node()
+    plain = next(g for g in snap.gpus if not g.mig)
+    pid = next(p.pid for p in snap.processes if p.gpu_index == plain.index)
+
+    assert focus_gpus(snap, pid) == (plain,)

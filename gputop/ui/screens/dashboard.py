@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from gputop.model import Snapshot
-from gputop.ui.process_rows import COLUMNS, ViewOptions, any_mig, build_rows, column_for, focus_family
+from gputop.ui.process_rows import COLUMNS, ViewOptions, any_mig, build_rows, column_for, focus_gpus
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.signals import confirm_and_signal
@@ -125,11 +125,7 @@ class DashboardScreen(Screen[None]):
             return
         app = self.gputop
         self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
-        gpus = snap.gpus
-        if app.focus_pid is not None:
-            family = focus_family(snap, app.focus_pid)
-            used = {p.gpu_index for p in snap.processes if p.pid in family}
-            gpus = tuple(g for g in gpus if g.index in used)
+        gpus = snap.gpus if app.focus_pid is None else focus_gpus(snap, app.focus_pid)
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
             panel.display = bool(gpus)
