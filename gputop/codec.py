@@ -18,7 +18,7 @@ import typing
 import zlib
 from collections.abc import Callable, Mapping
 
-from gputop.model import Gpu, Snapshot, frozen_reasons
+from gputop.model import GPM_PROFILE_FIELDS, Gpu, Snapshot, frozen_reasons
 from gputop.sanitize import printable
 
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -60,16 +60,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "pcie_link_width",
         "pcie_link_gen_max",
         "pcie_link_width_max",
-        "sm_occupancy_percent",
-        "tensor_activity_percent",
-        "dram_bandwidth_percent",
-        "fp64_activity_percent",
-        "fp32_activity_percent",
-        "fp16_activity_percent",
-        "gpm_pcie_tx_bytes_per_s",
-        "gpm_pcie_rx_bytes_per_s",
-        "nvlink_tx_bytes_per_s",
-        "nvlink_rx_bytes_per_s",
+        *GPM_PROFILE_FIELDS,
     ),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode

@@ -11,7 +11,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, MigInstance, Snapshot, TrainingView, Worker
+from gputop.model import (
+    GPM_PROFILE_FIELDS,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    HostProcess,
+    MigInstance,
+    Snapshot,
+    TrainingView,
+    Worker,
+)
 
 SCHEMA = 1
 
@@ -49,19 +59,6 @@ GPU_KEYS = (
 )
 GPU_MIG_KEYS = ("mig_mode", "mig_pending_mode")
 """Keys added to a GPU object after ``unavailable`` (schema 1 grows by new keys only), before its ``mig`` list."""
-GPU_GPM_KEYS = (
-    "sm_occupancy_percent",
-    "tensor_activity_percent",
-    "dram_bandwidth_percent",
-    "fp64_activity_percent",
-    "fp32_activity_percent",
-    "fp16_activity_percent",
-    "gpm_pcie_tx_bytes_per_s",
-    "gpm_pcie_rx_bytes_per_s",
-    "nvlink_tx_bytes_per_s",
-    "nvlink_rx_bytes_per_s",
-)
-"""GPM's profiling metrics of a GPU, added after its MIG mode keys (before its ``mig`` list)."""
 MIG_KEYS = (
     "index",
     "gpu_instance_id",
@@ -143,7 +140,7 @@ def gpu_record(g: Gpu) -> dict[str, Any]:
     instances."""
     out = _record(g, GPU_KEYS)
     out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
-    out.update((key, getattr(g, key)) for key in GPU_GPM_KEYS)
+    out.update((key, getattr(g, key)) for key in GPM_PROFILE_FIELDS)
     out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
     return out
 

@@ -143,6 +143,22 @@ class MigInstance:
         return f"{self.profile or 'MIG'}#{gi}"
 
 
+GPM_PROFILE_FIELDS = (
+    "sm_occupancy_percent",
+    "tensor_activity_percent",
+    "dram_bandwidth_percent",
+    "fp64_activity_percent",
+    "fp32_activity_percent",
+    "fp16_activity_percent",
+    "gpm_pcie_tx_bytes_per_s",
+    "gpm_pcie_rx_bytes_per_s",
+    "nvlink_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+)
+"""The ``Gpu`` fields GPM's profiling metrics fill, besides ``sm_activity_percent``: in the order of the JSON
+document, and all added after recordings were first made."""
+
+
 @dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU at one moment.
