@@ -461,7 +461,13 @@ def pid_namespace_check(nested: bool, hidden: int) -> Check:
 def mig_check(states: Mapping[int, nvml.MigState]) -> Check:
     title = "MIG (Multi-Instance GPU)"
     facts: dict[str, Fact] = {
-        str(i): {"current": s.current, "pending": s.pending, "instances": s.instances, "reason": s.reason}
+        str(i): {
+            "current": s.current,
+            "pending": s.pending,
+            "instances": s.instances,
+            "profiles": list(s.profiles),
+            "reason": s.reason,
+        }
         for i, s in states.items()
     }
     enabled = [i for i, s in states.items() if s.current]
@@ -472,6 +478,7 @@ def mig_check(states: Mapping[int, nvml.MigState]) -> Check:
             unknown.setdefault(s.reason or "unknown", []).append(i)
     details = [
         f"GPU {i}: MIG on, {plural(s.instances, 'instance') if s.instances is not None else 'instances unknown'}"
+        + (f": {', '.join(s.profiles)}" if s.profiles else "")
         + (f" ({s.reason})" if s.reason else "")
         for i, s in states.items()
         if s.current
@@ -492,7 +499,8 @@ def mig_check(states: Mapping[int, nvml.MigState]) -> Check:
             "mig",
             title,
             OK,
-            f"MIG on for GPU {spans(enabled)}: values are for the whole GPU",
+            f"MIG on for GPU {spans(enabled)}: each instance is shown on its own (memory, processes; SM and tensor "
+            "activity from GPM on Hopper and newer); NVML gives no utilization for the whole GPU",
             tuple(details),
             facts=facts,
         )

@@ -25,6 +25,7 @@ from gputop.collect.nvml.errors import (
     text,
 )
 from gputop.model import NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
+from gputop.sanitize import printable
 
 try:
     import pynvml
@@ -148,6 +149,8 @@ class MigState:
     pending: bool | None
     instances: int | None
     reason: str | None
+    profiles: tuple[str, ...] = ()
+    """The instances' profiles (``3g.40gb``) by slot, where their names could be read."""
 
 
 def mig(handle: Any) -> MigState:
@@ -162,15 +165,25 @@ def mig(handle: Any) -> MigState:
     if most is None:
         return MigState(current, pending, None, reason)
     found = 0
+    profiles = []
     for slot in range(most):
         try:
-            pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+            instance = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
         except Exception as exc:
             if nvml_code(exc) == NVML_ERROR_NOT_FOUND:
                 continue  # an empty slot
             return MigState(current, pending, None, why(exc))
         found += 1
-    return MigState(current, pending, found, None)
+        profile = _profile(instance)
+        if profile is not None:
+            profiles.append(profile)
+    return MigState(current, pending, found, None, tuple(profiles))
+
+
+def _profile(instance: Any) -> str | None:
+    """A MIG device's profile from its name, as drivers give it: ``NVIDIA A100-SXM4-40GB MIG 3g.20gb``."""
+    name, _ = ask(lambda: str(pynvml.nvmlDeviceGetName(instance)))
+    return printable(name.rsplit(" MIG ", 1)[1].strip()) if name is not None and " MIG " in name else None
 
 
 def gpm(handle: Any) -> tuple[bool | None, str | None]:

@@ -14,6 +14,7 @@ from tests.conftest import FakeDriver
 from tests.fakenvml.state import FakeState
 from tests.integration.test_cli import no_driver_env
 from tests.machines import training_box
+from tests.mig_machines import mig_box
 
 
 def doctor(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -217,3 +218,13 @@ def test_a_cpu_only_torch_is_known_without_importing_it() -> None:
     import torch
 
     assert out == [torch.__version__, "None", "False", "False"]
+
+
+def test_a_mig_box_lists_each_gpus_instances_by_profile(tmp_path: Path) -> None:
+    code, doc = doctor_json(state_driver(tmp_path, mig_box()).env(), tmp_path)
+
+    assert code == 0
+    mig = by_id(doc)["mig"]
+    assert mig["verdict"] == "ok"
+    assert "GPU 0: MIG on, 3 instances: 3g.40gb, 2g.20gb, 1g.10gb" in mig["details"]
+    assert mig["facts"]["0"]["profiles"] == ["3g.40gb", "2g.20gb", "1g.10gb"]

@@ -129,8 +129,10 @@ def test_gpm_says_why_not() -> None:
 
 def test_mig_modes() -> None:
     assert checks.mig_check({0: MigState(False, False, None, None)}).summary == "MIG off on every GPU"
-    on = checks.mig_check({0: MigState(True, True, 3, None), 1: MigState(False, False, None, None)})
-    assert (on.verdict, on.details) == ("ok", ("GPU 0: MIG on, 3 instances",))
+    on = checks.mig_check(
+        {0: MigState(True, True, 3, None, ("3g.40gb", "2g.20gb", "1g.10gb")), 1: MigState(False, False, None, None)}
+    )
+    assert (on.verdict, on.details) == ("ok", ("GPU 0: MIG on, 3 instances: 3g.40gb, 2g.20gb, 1g.10gb",))
     pending = checks.mig_check({0: MigState(False, True, None, None)})
     assert pending.verdict == "limited"
     assert "nvidia-smi -r -i 0" in pending.advice[0]
