@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import resource
 import shutil
 import sqlite3
 import stat
@@ -212,31 +211,43 @@ class Run:
     cpu_s: float
 
 
+MEASURE = """
+import json, resource, subprocess, sys
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+code = subprocess.run(sys.argv[3:]).returncode
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(sys.argv[1], "w") as f:
+    json.dump({"code": code, "rss_kib": use.ru_maxrss, "cpu_s": use.ru_utime + use.ru_stime}, f)
+"""
+"""Runs a command and writes its exit status, peak RSS and CPU time. It runs as a small process of its own: a
+child forked straight from the test process would count the test process's pages, up to the exec, in its peak."""
+
+
 def gputop(*args: str, memory_limit: int = 2 * 1024**3) -> Run:
     """Run the real gputop, under an address-space limit so that a broken one cannot take the machine down, and
     measure its peak RSS and CPU time."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gputop", *args],
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        measured = os.path.join(tmp, "measured.json")
+        command = [sys.executable, "-m", "gputop", *args]
+        env = {**os.environ, "TZ": "UTC"}
+        subprocess.run(
+            [sys.executable, "-c", MEASURE, measured, str(memory_limit), *command],
             stdout=out,
             stderr=err,
-            preexec_fn=limit,
-            env={**os.environ, "TZ": "UTC"},
+            env=env,
+            check=True,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        with open(measured) as f:
+            use = json.load(f)
         out.seek(0)
         err.seek(0)
         return Run(
-            proc.returncode,
+            use["code"],
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
-            usage.ru_maxrss / 1024,
-            usage.ru_utime + usage.ru_stime,
+            use["rss_kib"] / 1024,
+            use["cpu_s"],
         )
 
 
