@@ -704,15 +704,6 @@ def _listdir(directory: str) -> list[str]:
         return []
 
 
-def probe_dir_source() -> str:
-    if os.environ.get(channel.DIR_ENV):
-        return f"${channel.DIR_ENV}"
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return "$XDG_RUNTIME_DIR"
-    return "the temporary directory"
-
-
 VERSION_FILE_MAX_BYTES = 64 * 1024
 """torch's version.py is a few hundred bytes; a larger one is not read."""
 
@@ -918,9 +909,7 @@ def run(
             with_snapshot("fields", "Unreadable values (N/A) in a snapshot", lambda s: fields_check(unreadable(s)))
         )
         checks.append(
-            isolated(
-                "probe_dir", "Probe report directory", lambda: probe_dir_check(channel.report_dir(), probe_dir_source())
-            )
+            isolated("probe_dir", "Probe report directory", lambda: probe_dir_check(*channel.report_dir_and_source()))
         )
         cuda = _fact_text(driver.facts.get("cuda_driver_version"))
         checks.append(isolated("torch", "PyTorch", lambda: torch_check(torch(), session.count or 0, cuda)))

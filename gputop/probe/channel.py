@@ -28,13 +28,19 @@ def report_dir() -> str:
     ``$XDG_RUNTIME_DIR`` is already private to its user; the temp dir is shared, so the name there carries the
     user id and the directory is checked before use (another user may have made it first).
     """
+    return report_dir_and_source()[0]
+
+
+def report_dir_and_source() -> tuple[str, str]:
+    """``report_dir()`` and what chose it, in words (``$GPUTOP_PROBE_DIR``, ``$XDG_RUNTIME_DIR``, the temporary
+    directory), for ``gputop doctor``."""
     explicit = os.environ.get(DIR_ENV)
     if explicit:
-        return explicit
+        return explicit, f"${DIR_ENV}"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
-        return os.path.join(runtime, "gputop")
-    return os.path.join(tempfile.gettempdir(), f"gputop-{os.geteuid()}")
+        return os.path.join(runtime, "gputop"), "$XDG_RUNTIME_DIR"
+    return os.path.join(tempfile.gettempdir(), f"gputop-{os.geteuid()}"), "the temporary directory"
 
 
 def report_path(directory: str, pid: int) -> str:
