@@ -66,27 +66,6 @@ def synthetic(t: float, rng: random.Random) -> Snapshot:
         for i in range(8)
     )
     pids = [4000 + n for n in range(16)]
-    processes = tuple(
-        GpuProcess(
-            pid=pid,
-            gpu_index=n % 8,
-            kind="compute",
-            gpu_memory_bytes=6 * GIB + n * 1024**2,
-            sm_percent=float(rng.randint(40, 90)),
-            memory_bandwidth_percent=float(rng.randint(10, 40)),
-            host=HostProcess(
-                pid=pid,
-                user="alice",
-                name="python",
-                command=f"python train.py --config big.yaml --local_rank {n}",
-                cpu_percent=round(rng.uniform(95, 105), 1),
-                rss_bytes=12 * GIB + rng.randrange(0, 1024) * 4096,
-                start_time=1_700_000_000.0 + n,
-                status="running",
-            ),
-        )
-        for n, pid in enumerate(pids)
-    )
     host_processes = tuple(
         HostProcess(
             pid=pid,
@@ -101,6 +80,19 @@ def synthetic(t: float, rng: random.Random) -> Snapshot:
             num_threads=40,
         )
         for n, pid in enumerate(pids)
+    )
+    # As the sampler makes them: each GPU row refers to the very host process in host_processes.
+    processes = tuple(
+        GpuProcess(
+            pid=host.pid,
+            gpu_index=n % 8,
+            kind="compute",
+            gpu_memory_bytes=6 * GIB + n * 1024**2,
+            sm_percent=float(rng.randint(40, 90)),
+            memory_bandwidth_percent=float(rng.randint(10, 40)),
+            host=host,
+        )
+        for n, host in enumerate(host_processes)
     )
     return Snapshot(
         time=t,
