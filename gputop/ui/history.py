@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from gputop.model import Snapshot
+from gputop.model import GPM_PROFILE_FIELDS, Snapshot
 
 HISTORY_S = 300.0
 """How far back the sparklines reach (5 minutes)."""
@@ -118,6 +118,12 @@ class GpuHistory:
         self.memory_percent = Trend()
         self.busy_percent = Trend()
         self.sm_percent = Trend()
+        self.work = {name: Trend() for name in GPM_WORK_PERCENTS}
+        """GPM's other percentages (occupancy, tensor, DRAM, FP pipes) by ``Gpu`` field, for the card's WORK line."""
+
+
+GPM_WORK_PERCENTS = tuple(name for name in GPM_PROFILE_FIELDS if name.endswith("_percent"))
+"""The GPM metrics that are shares of 0..100 and so draw on the same scale as BUSY and SM."""
 
 
 class ProcessHistory:
@@ -151,6 +157,8 @@ class History:
             gpu_trends.memory_percent.add(now, None if fraction is None else fraction * 100)
             gpu_trends.busy_percent.add(now, gpu.utilization_gpu_percent)
             gpu_trends.sm_percent.add(now, gpu.sm_activity_percent)
+            for name, trend in gpu_trends.work.items():
+                trend.add(now, getattr(gpu, name))
         per_pid: dict[int, tuple[float | None, float | None]] = {}
         for proc in snap.processes:
             memory, sm = per_pid.get(proc.pid, (None, None))

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from gputop.model import Gpu, frozen_reasons
+from gputop.ui.history import History
 from gputop.ui.text.gpu import Palette, Sparks, card_lines, compact_line, subtitle, throttles
 from gputop.ui.widgets.gpu_panel import choose_layout
 from tests.ui import scenes
@@ -32,13 +33,27 @@ def test_a_gpu_without_gpm_has_no_sm_line() -> None:
     assert "SM  " not in plain(card_lines(old, Sparks(), 76, PLAIN)).replace("clocks SM", "")
 
 
-def test_the_sm_line_says_what_the_sms_do_when_gpm_reports_it() -> None:
+def test_a_gpu_with_gpm_gets_a_work_line_with_each_metric_and_its_history() -> None:
     work = scenes.real_work_gpu(3, scenes.T0)
-    text = plain(card_lines(work, Sparks(), 120, PLAIN))
-    assert "occ 8%  tensor 2%  DRAM 10%  fp32 6%" in text
-    assert len(card_lines(work, Sparks(), 120, PLAIN)) == len(card_lines(GPU, Sparks(), 120, PLAIN))
-    narrow = plain(card_lines(work, Sparks(), 44, PLAIN)).splitlines()[2]
-    assert "tensor 2%" in narrow and "DRAM" not in narrow  # what does not fit is left out, not cut
+    lines = plain(card_lines(work, Sparks(), 120, PLAIN)).splitlines()
+    assert "occ 8%" in lines[2]
+    assert lines[3].startswith("WORK tensor   2%  DRAM  10%  fp32   6%")
+    assert len(lines) == len(plain(card_lines(GPU, Sparks(), 120, PLAIN)).splitlines()) + 1
+    sparks = Sparks(work=(("tensor_activity_percent", "▁▂▃▄▅▆"), ("dram_bandwidth_percent", "▆▅▄▃▂▁")))
+    with_history = plain(card_lines(work, sparks, 120, PLAIN)).splitlines()[3]
+    assert "tensor   2% ▁▂▃▄▅▆  DRAM  10% ▆▅▄▃▂▁  fp32   6%" in with_history
+    narrow = plain(card_lines(work, sparks, 44, PLAIN)).splitlines()[3]
+    assert "tensor   2% ▁▂▃▄▅▆" in narrow and "fp32" not in narrow  # what does not fit is left out, not cut
+    assert len(narrow) <= 44
+
+
+def test_the_work_line_keeps_history_of_every_gpm_share() -> None:
+    history = History()
+    for second in range(300):
+        gpu = replace(scenes.real_work_gpu(0, scenes.T0), tensor_activity_percent=second / 3)
+        history.record(replace(scenes.training_node(), time=scenes.T0 + second, gpus=(gpu,)))
+    assert history.gpus[0].work["tensor_activity_percent"].sparkline(10, scenes.T0 + 299) == "▁▂▂▃▄▅▅▆▇▇"
+    assert set(history.gpus[0].work) >= {"tensor_activity_percent", "dram_bandwidth_percent", "fp16_activity_percent"}
 
 
 def test_only_gpus_with_real_work_metrics_get_them_in_compact_rows() -> None:

@@ -49,11 +49,13 @@ class Palette:
 
 @dataclass(frozen=True)
 class Sparks:
-    """The card's history lines, already sized: memory used %, GPU busy % and SM activity %."""
+    """The card's history lines, already sized: memory used %, GPU busy % and SM activity %, and on a GPU with
+    GPM the history of each ``WORK_LINE`` metric as ``(field, sparkline)`` pairs."""
 
     memory: str = ""
     busy: str = ""
     sm: str = ""
+    work: tuple[tuple[str, str], ...] = ()
 
 
 def state_label(gpu: Gpu) -> str:
@@ -79,8 +81,11 @@ REAL_WORK = (
     ("fp16", "fp16_activity_percent"),
     ("fp64", "fp64_activity_percent"),
 )
-"""GPM's other metrics on the SM line, label and ``Gpu`` field, in the order they are dropped last to first when
-the line is narrow."""
+"""GPM's metrics beyond SM activity, label and ``Gpu`` field: what makes a GPU's card grow a WORK line."""
+
+WORK_LINE = REAL_WORK[1:]
+"""The metrics of a card's WORK line, each with its value and its history, in the order they are dropped last to
+first when the line is narrow. Occupancy stays on the SM line: it describes the same SMs."""
 
 
 def has_real_work(gpu: Gpu) -> bool:
@@ -103,7 +108,7 @@ def card_line_count(gpu: Gpu) -> int:
         return 2
     if in_mig(gpu):
         return 3 + len(gpu.mig) + (0 if gpu.mig else 1)
-    return 5 if _shows_sm_line(gpu) else 4
+    return 4 + (1 if _shows_sm_line(gpu) else 0) + (1 if has_real_work(gpu) else 0)
 
 
 def mig_title(gpu: Gpu) -> str:
@@ -132,6 +137,13 @@ def mig_process_counts(gpu: Gpu, processes: Sequence[GpuProcess]) -> tuple[int, 
 def spark_width(inner_width: int) -> int:
     """How many cells of a card line go to its sparkline."""
     return 0 if inner_width < 56 else min(SPARK_MAX, inner_width // 4)
+
+
+def work_spark_width(inner_width: int) -> int:
+    """How many cells each metric of the WORK line gets for its history: a third of a bar line's sparkline, so
+    the first three metrics keep theirs on an 80-column card."""
+    cells = spark_width(inner_width)
+    return 0 if cells == 0 else max(6, min(12, cells // 3))
 
 
 def subtitle(gpu: Gpu) -> str:
@@ -209,25 +221,33 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette, mig_processes: 
     if _shows_sm_line(gpu):
         sm = _value(fmt_percent(gpu.sm_activity_percent).rjust(4), p)
         if has_real_work(gpu):
-            sm = _real_work(gpu, sm, width - 5 - 1 - 12 - (len(sparks.sm) + 2 if sparks.sm else 0), p)
+            sm.append("   occ ", style=p.label)
+            sm.append_text(_value(fmt_percent(gpu.sm_occupancy_percent), p))
         lines.append(_bar_line("SM", _percent_of(gpu.sm_activity_percent), p.fill, sm, sparks.sm, width, p))
+    if has_real_work(gpu):
+        lines.append(work_line(gpu, dict(sparks.work), width, p))
     lines += _stat_lines(gpu, p)
     for line in lines:
         line.truncate(width)
     return lines
 
 
-def _real_work(gpu: Gpu, sm: Text, room: int, p: Palette) -> Text:
-    """SM activity followed by what GPM says of the work behind it, ``16%  occ 9%  tensor 2%  DRAM 11%``: as many
-    of ``REAL_WORK`` as fit in ``room`` cells."""
-    for label, name in REAL_WORK:
+def work_line(gpu: Gpu, sparks: dict[str, str], width: int, p: Palette) -> Text:
+    """What GPM says of the work behind SM activity, each metric with its history:
+    ``WORK tensor  2% ▁▂▃▂▁▁  DRAM 11% ▂▃▃▃▂▂  fp32 77% ▆▆▇▇▆▆``. As many of ``WORK_LINE`` as fit in ``width``;
+    what does not fit is left out whole, never cut."""
+    line = Text(f"{'WORK':<5}", style=p.label)
+    for label, name in WORK_LINE:
         value: float | None = getattr(gpu, name)
-        part = Text(f"  {label} ", style=p.label)
-        part.append_text(_value(fmt_percent(value), p))
-        if sm.cell_len + part.cell_len > room:
+        part = Text(("" if line.cell_len == 5 else "  ") + label + " ", style=p.label)
+        part.append_text(_value(fmt_percent(value).rjust(4), p))
+        spark = sparks.get(name, "")
+        if spark:
+            part.append(" " + spark, style=p.spark)
+        if line.cell_len + part.cell_len > width:
             break
-        sm.append_text(part)
-    return sm
+        line.append_text(part)
+    return line
 
 
 def _stat_lines(gpu: Gpu, p: Palette) -> list[Text]:

@@ -20,12 +20,14 @@ from gputop.ui.text.gpu import (
     card_lines,
     compact_line,
     compact_mig_line,
+    has_real_work,
     has_sm_activity,
     in_mig,
     mig_title,
     spark_width,
     state_label,
     subtitle,
+    work_spark_width,
 )
 from gputop.ui.widgets.drawing import CachedComponentStyles, text_strip
 from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
@@ -126,10 +128,12 @@ class GpuCard(CachedComponentStyles, Widget):
                 sparks = Sparks(busy=trend.sparkline(cells, now))
             else:
                 cells = spark_width(width)
+                work_cells = work_spark_width(width) if has_real_work(gpu) else 0
                 sparks = Sparks(
                     memory=history.memory_percent.sparkline(cells, now),
                     busy=history.busy_percent.sparkline(cells, now),
                     sm=history.sm_percent.sparkline(cells, now),
+                    work=tuple((name, trend.sparkline(work_cells, now)) for name, trend in history.work.items()),
                 )
         self.view = CardView(gpu, sparks, self.compact, width, self._mig_processes)
 
