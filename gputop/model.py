@@ -507,6 +507,31 @@ class PinnedHostMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class TensorMemory:
+    """Where one device's tensors hold memory, as the probe found them through the optimizers the job steps: the
+    parameters (weights) and their gradients, right after a step, and the optimizers' state.
+
+    ``device`` is ``cpu`` or ``cuda:N`` (the job's CUDA ordinal). ``allocated_after_step_bytes`` is what the CUDA
+    caching allocator had allocated at that moment (None on the CPU): what persists from one step to the next.
+    """
+
+    device: str
+    parameters: int | None = None
+    weights_bytes: int | None = None
+    gradients_bytes: int | None = None
+    optimizer_bytes: int | None = None
+    weight_dtypes: tuple[tuple[str, int], ...] = ()
+    """``(dtype, bytes)`` of the weights, largest first: fp32 master weights beside bf16 copies show here."""
+    allocated_after_step_bytes: int | None = None
+
+    @property
+    def cuda_index(self) -> int | None:
+        """The CUDA ordinal of a ``cuda:N`` device, None for the CPU."""
+        kind, _, index = self.device.partition(":")
+        return int(index) if kind == "cuda" and index.isdigit() else None
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeReport:
     """What the in-process probe last reported, or why there is nothing to trust.
 
@@ -534,7 +559,13 @@ class ProbeReport:
     float32_matmul_precision: str | None = None
     """``torch.get_float32_matmul_precision()``: ``highest`` keeps float32 matmuls off the tensor cores (no TF32)."""
     parameter_dtypes: tuple[str, ...] | None = None
-    """The dtypes of the parameters of the last optimizer stepped (``float32``, ``bfloat16``); None before a step."""
+    """The dtypes of the parameters of the optimizers stepped (``float32``, ``bfloat16``); None before a step."""
+    tensors: tuple[TensorMemory, ...] = ()
+    """Weights, gradients and optimizer state per device; empty before the first optimizer step."""
+    optimizers: tuple[str, ...] = ()
+    """The class names of the optimizers the job steps (``AdamW``)."""
+    tensors_age_s: float | None = None
+    """How long ago the probe last counted ``tensors`` (at most every few seconds, right after a step)."""
 
     @property
     def ok(self) -> bool:

@@ -32,6 +32,7 @@ from gputop.model import (
     LoaderView,
     PinnedHostMemory,
     ProbeReport,
+    TensorMemory,
 )
 from gputop.probe import channel
 from gputop.sanitize import printable
@@ -46,6 +47,7 @@ MAX_DEVICES = 64
 MAX_WORKER_PIDS = 1024
 MAX_DTYPES = 8
 """Distinct parameter dtypes in a report (the probe sends at most 8)."""
+MAX_OPTIMIZERS = 8
 MAX_TEXT = 300
 """Characters kept of a string: the probe's longest (``last_failure``) is cut at 300."""
 MAX_INT = (1 << 63) - 1
@@ -185,6 +187,7 @@ def parse_report(
         autocast=_bool(doc, "autocast"),
         float32_matmul_precision=_word(doc, "float32_matmul_precision"),
         parameter_dtypes=_dtypes(doc.get("parameter_dtypes")),
+        **_tensors(doc.get("tensors")),
     )
 
 
@@ -208,6 +211,31 @@ def _dtypes(value: Any) -> tuple[str, ...] | None:
 
 
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,23}")
+_DEVICE = re.compile(r"cpu|cuda:[0-9]{1,2}")
+_CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+_TENSOR_FIELDS = ("parameters", "weights_bytes", "gradients_bytes", "optimizer_bytes", "allocated_after_step_bytes")
+
+
+def _tensors(value: Any) -> dict[str, Any]:
+    """The ``ProbeReport`` fields of the report's ``tensors`` (weights, gradients, optimizer state per device)."""
+    if value is None:
+        return {}
+    item = _object(value)
+    devices = []
+    for entry in _list(item.get("devices"), "tensor devices", MAX_DEVICES):
+        entry = _object(entry)
+        device = entry.get("device")
+        if not isinstance(device, str) or not _DEVICE.fullmatch(device):
+            raise Malformed("tensor device: not cpu or cuda:N")
+        dtypes = _object(entry.get("weight_dtypes") or {})
+        if len(dtypes) > MAX_DTYPES or not all(isinstance(k, str) and _WORD.fullmatch(k) for k in dtypes):
+            raise Malformed("weight_dtypes: not a map of dtype names to sizes")
+        sizes = tuple((name, _int(dtypes, name) or 0) for name in dtypes)
+        devices.append(TensorMemory(device, weight_dtypes=sizes, **{k: _int(entry, k) for k in _TENSOR_FIELDS}))
+    names = _list(item.get("optimizers") or [], "optimizers", MAX_OPTIMIZERS)
+    if not all(isinstance(name, str) and _CLASS_NAME.fullmatch(name) for name in names):
+        raise Malformed("optimizers: not a list of class names")
+    return {"tensors": tuple(devices), "optimizers": tuple(names), "tensors_age_s": _number(item, "age_s")}
 
 
 _PINNED_FIELDS = ("allocated_bytes", "allocated_peak_bytes", "active_bytes", "num_host_alloc", "num_host_free")

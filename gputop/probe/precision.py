@@ -1,21 +1,18 @@
-"""How the training thread does its math: autocast, the float32 matmul precision, the parameters' dtypes.
+"""How the training thread does its math: autocast and the float32 matmul precision.
 
 Read in the training thread, at a DataLoader batch boundary, at most once every ``READ_INTERVAL_S``: autocast is
 per thread, so only that thread can see it. At the boundary a loop that enters autocast only around its forward
-reads false; a loop run wholly inside autocast reads true. The parameters' dtypes come from the optimizers: a
-global step hook (``register_optimizer_step_post_hook``, torch 2.0 and later), registered once the job has
-imported ``torch.optim``, which looks at the stepped optimizer's parameters at most once every
-``READ_INTERVAL_S`` and otherwise returns after one clock read.
+reads false; a loop run wholly inside autocast reads true. The same read registers the global optimizer step hook
+(``register_optimizer_step_post_hook``, torch 2.0 and later) once the job has imported ``torch.optim``; the hook
+feeds ``tensors.TensorReader``, which also finds the parameters' dtypes.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 READ_INTERVAL_S = 5.0
-MAX_DTYPES = 8
 _hooked = False
 """One step hook per process; a forked child keeps its parent's, which reads whatever reader the probe holds."""
 
@@ -26,9 +23,7 @@ class PrecisionReader:
     def __init__(self) -> None:
         self.autocast: bool | None = None
         self.matmul_precision: str | None = None
-        self.parameter_dtypes: list[str] | None = None
         self.due = 0.0
-        self.dtypes_due = 0.0
 
     def read(self, now: float, hook: Any) -> None:
         """In the training thread: autocast and the matmul precision, and the optimizer hook once it can be."""
@@ -45,25 +40,10 @@ class PrecisionReader:
         self.matmul_precision = str(torch.get_float32_matmul_precision())[:16]
         _hook_optimizers(hook)
 
-    def after_step(self, optimizer: Any) -> None:
-        """The dtypes of a stepped optimizer's parameters, at most once every ``READ_INTERVAL_S``."""
-        now = time.perf_counter()
-        if now < self.dtypes_due:
-            return
-        self.dtypes_due = now + READ_INTERVAL_S
-        seen: set[str] = set()
-        for group in optimizer.param_groups:
-            for param in group["params"]:
-                seen.add(str(param.dtype).removeprefix("torch.")[:24])
-            if len(seen) >= MAX_DTYPES:
-                break
-        self.parameter_dtypes = sorted(seen)[:MAX_DTYPES]
-
     def report(self) -> dict[str, Any]:
         return {
             "autocast": self.autocast,
             "float32_matmul_precision": self.matmul_precision,
-            "parameter_dtypes": self.parameter_dtypes,
         }
 
 

@@ -1,7 +1,7 @@
 """The probe's state inside the training process, and the thread that writes its reports.
 
 The training loop touches this only through the hooks: ``register`` once per iterator, ``sample_step`` at most
-once per write interval, and the optimizer step hook (``precision.py``). Everything that costs more (statistics, JSON,
+once per write interval, and the optimizer step hook (``tensors.py``). Everything that costs more (statistics, JSON,
 the file) runs on the writer thread.
 Nothing here raises to its caller: a failure is counted and named in the next report.
 """
@@ -21,6 +21,7 @@ from . import channel
 from .cuda import CudaReader
 from .loader import LoaderTrack, effective_config
 from .precision import PrecisionReader
+from .tensors import TensorReader
 
 TRACK_ATTR = "_gputop_probe_track"
 
@@ -66,6 +67,7 @@ class Probe:
         self._cuda_reason: str | None = "no step yet"
         self._cuda_sampled_at: float | None = None
         self._precision = PrecisionReader()
+        self._tensors = TensorReader()
         self._dir_ready = False
         self._start_ticks = _own_start_ticks()
 
@@ -107,9 +109,9 @@ class Probe:
     def _after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """torch's global optimizer step hook: never raises into ``optimizer.step()``."""
         try:
-            self._precision.after_step(optimizer)
+            self._tensors.stepped(optimizer)
         except Exception as exc:
-            self.failed("parameter dtypes", exc)
+            self.failed("tensor memory", exc)
 
     def failed(self, where: str, exc: BaseException) -> None:
         self.failures += 1
@@ -150,6 +152,8 @@ class Probe:
             "cuda_reason": self._cuda_reason,
             "cuda_age_s": None if self._cuda_sampled_at is None else now - self._cuda_sampled_at,
             **self._precision.report(),
+            "parameter_dtypes": self._tensors.dtypes,
+            **self._tensors.report(now),
         }
 
     def write(self) -> bool:

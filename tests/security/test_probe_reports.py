@@ -100,6 +100,38 @@ def test_how_the_job_does_its_math_reads_into_the_probe_report(job, probe_dir: P
     assert view.probe.parameter_dtypes == ("float32",)
 
 
+TENSORS = {
+    "devices": [
+        {
+            "device": "cuda:0",
+            "parameters": 1000,
+            "weights_bytes": 4000,
+            "gradients_bytes": 4000,
+            "optimizer_bytes": 8000,
+            "weight_dtypes": {"float32": 4000},
+            "allocated_after_step_bytes": 20000,
+        }
+    ],
+    "optimizers": ["AdamW"],
+    "age_s": 1.5,
+}
+
+
+DEV0 = TENSORS["devices"][0]  # type: ignore[index]
+
+
+def test_where_the_tensors_memory_goes_reads_into_the_probe_report(job, probe_dir: Path) -> None:
+    (probe_dir / f"{job.pid}.json").write_text(json.dumps(full_report(job.pid, tensors=TENSORS)))
+
+    _, view = view_of(job.pid, probe_dir)
+
+    assert view.probe.status == PROBE_OK, view.probe.reason
+    (device,) = view.probe.tensors
+    assert (device.cuda_index, device.weights_bytes, device.optimizer_bytes) == (0, 4000, 8000)
+    assert (device.weight_dtypes, device.allocated_after_step_bytes) == ((("float32", 4000),), 20000)
+    assert (view.probe.optimizers, view.probe.tensors_age_s) == (("AdamW",), 1.5)
+
+
 def test_a_deeply_nested_report_is_skipped_and_the_view_stays(job, probe_dir: Path) -> None:
     deep = "[" * 100_000 + "]" * 100_000
     text = json.dumps(report_for(job.pid)).replace('"loaders": []', f'"loaders": [], "extra": {deep}')
@@ -140,6 +172,12 @@ def test_nan_and_infinity_are_refused_and_json_output_stays_valid(job, probe_dir
         ({"float32_matmul_precision": "h" * 100}, "float32_matmul_precision: not a short name"),
         ({"parameter_dtypes": ["float32", 32]}, "parameter_dtypes: not a list of dtype names"),
         ({"parameter_dtypes": ["float32"] * 9}, "too many parameter dtypes"),
+        ({"tensors": {**TENSORS, "devices": [{**DEV0, "device": "tpu:0"}]}}, "tensor device: not cpu or cuda:N"),
+        ({"tensors": {**TENSORS, "devices": [{**DEV0, "weights_bytes": -4}]}}, "weights_bytes: out of range"),
+        ({"tensors": {**TENSORS, "devices": [{**DEV0, "weight_dtypes": {"\x1b[2J": 4}}]}}, "weight_dtypes: not a map"),
+        ({"tensors": {**TENSORS, "devices": [DEV0] * 65}}, "too many tensor devices"),
+        ({"tensors": {**TENSORS, "optimizers": ["Adam\x1b]0;pwned\x07"]}}, "optimizers: not a list of class names"),
+        ({"tensors": [TENSORS]}, "expected an object, got list"),
     ],
 )
 def test_values_of_the_wrong_type_or_out_of_range_are_refused(job, probe_dir: Path, fields: dict, reason: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import stat
@@ -271,3 +272,63 @@ for x in DataLoader(torch.randn(8, 4), batch_size=4):
     assert job.returncode == 0, job.stderr
     assert (report["autocast"], report["float32_matmul_precision"]) == (False, "highest")
     assert report["parameter_dtypes"] is None
+
+
+# -- where the tensors' memory goes -----------------------------------------------------------------------------
+
+TENSORS_JOB = """
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).to({dtype})
+head = torch.nn.Linear(10, 3)  # a second optimizer's parameters
+opt = torch.optim.{optimizer}(model.parameters(), lr=0.01{extra})
+opt_head = torch.optim.SGD(head.parameters(), lr=0.01)
+for x in DataLoader(torch.randn(16, 32), batch_size=4):
+    head(model(x.to({dtype})).float()).sum().backward()
+    opt.step()
+    opt_head.step()
+    opt.zero_grad()
+    opt_head.zero_grad()
+"""
+MODEL_PARAMETERS = 32 * 64 + 64 + 64 * 10 + 10  # Linear M×N + N, twice
+HEAD_PARAMETERS = 10 * 3 + 3
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "extra", "dtype", "state_per_parameter", "scalars"),
+    [
+        ("SGD", "", "torch.float32", 0, 0),  # plain SGD keeps no state
+        ("SGD", ", momentum=0.9", "torch.float32", 1, 0),  # a momentum buffer per parameter
+        ("Adam", "", "torch.float32", 2, 4),  # exp_avg and exp_avg_sq, and a float32 step per tensor
+        ("AdamW", "", "torch.bfloat16", 2, 4),  # the moments take the parameters' dtype
+    ],
+)
+def test_the_report_counts_weights_gradients_and_optimizer_state_exactly(
+    probe_dir, optimizer, extra, dtype, state_per_parameter, scalars
+):
+    code = TENSORS_JOB.format(optimizer=optimizer, extra=extra, dtype=dtype)
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert report["failures"] == 0, report["last_failure"]
+    size = 2 if dtype == "torch.bfloat16" else 4
+    (cpu,) = report["tensors"]["devices"]
+    assert cpu["device"] == "cpu"
+    assert cpu["parameters"] == MODEL_PARAMETERS + HEAD_PARAMETERS
+    model_bytes, head_bytes = MODEL_PARAMETERS * size, HEAD_PARAMETERS * 4
+    assert cpu["weights_bytes"] == model_bytes + head_bytes
+    assert cpu["gradients_bytes"] == model_bytes + head_bytes  # read right after a step, before zero_grad
+    assert cpu["optimizer_bytes"] == state_per_parameter * model_bytes + scalars * 4
+    dtypes = collections.Counter({dtype.removeprefix("torch."): model_bytes}) + collections.Counter(float32=head_bytes)
+    assert cpu["weight_dtypes"] == dict(dtypes)
+    assert cpu["allocated_after_step_bytes"] is None  # the CPU has no allocator statistics
+    assert sorted(report["tensors"]["optimizers"]) == sorted({optimizer, "SGD"})
+    assert report["parameter_dtypes"] == sorted({dtype.removeprefix("torch."), "float32"})
+
+
+def test_without_an_optimizer_there_is_no_tensor_breakdown(probe_dir):
+    code = "import torch\nfrom torch.utils.data import DataLoader\nfor x in DataLoader(torch.randn(8, 4)): pass\n"
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert report["tensors"] is None
