@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from gputop.breakdown import DeviceMemory, device_memory
 from gputop.model import (
     GPM_PROFILE_FIELDS,
     Gpu,
@@ -181,8 +182,24 @@ def worker_record(w: Worker) -> dict[str, Any]:
 
 def training_to_dict(view: TrainingView) -> dict[str, Any]:
     """A training view with every model field under its own name, nested views as objects (docs/training.md);
-    each worker flat, as ``worker_record`` writes it."""
-    return _fields(view)
+    each worker flat, as ``worker_record`` writes it; and ``memory``, the parts of each device's memory
+    (docs/memory.md), computed from the probe's figures."""
+    out: dict[str, Any] = _fields(view)
+    out["memory"] = [memory_record(device) for device in device_memory(view.probe)]
+    return out
+
+
+def memory_record(device: DeviceMemory) -> dict[str, Any]:
+    """One device's memory parts: ``{"device", "gpu_index", "parameters", "weight_dtypes", "parts": {part: bytes
+    or null}, "total_bytes"}``."""
+    return {
+        "device": device.device,
+        "gpu_index": device.gpu_index,
+        "parameters": device.parameters,
+        "weight_dtypes": dict(device.weight_dtypes),
+        "parts": dict(device.parts()),
+        "total_bytes": device.total,
+    }
 
 
 def _fields(value: Any) -> Any:

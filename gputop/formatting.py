@@ -27,6 +27,21 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.{digits}f}{unit}"
 
 
+def fmt_count(n: int | None) -> str:
+    """A count in decimal units with three significant figures at most: 950, 2.76K, 124M, 1.30B."""
+    if n is None:
+        return NA
+    if abs(n) < 1000:
+        return str(n)
+    value = float(n)
+    for unit in ("K", "M", "B", "T"):
+        value /= 1000
+        if abs(value) < 999.5 or unit == "T":
+            break
+    digits = 0 if abs(value) >= 99.5 else 1 if abs(value) >= 9.995 else 2
+    return f"{value:.{digits}f}{unit}"
+
+
 def fmt_percent(value: float | None) -> str:
     return NA if value is None else f"{value:.0f}%"
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.window import JobSample, WorkerActivity
-from gputop.model import CudaMemory, Gpu
+from gputop.breakdown import DeviceMemory
+from gputop.model import CudaMemory, Gpu, ProbeReport
 
 CPU = "cpu"
 IO = "io"
@@ -157,3 +158,110 @@ def worker_bottleneck(activity: WorkerActivity) -> str:
     if activity.disk_share >= th.WORKER_DISK_SHARE:
         return STORAGE
     return IO
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """A change that shrinks one memory part: in words, the bytes it saves where they can be computed, and the
+    settings it suggests."""
+
+    part: str
+    words: str
+    saves_bytes: int | None = None
+    suggest: tuple[tuple[str, float | int | str | bool], ...] = ()
+
+
+def memory_savings(device: DeviceMemory, probe: ProbeReport, batch_size: int | None) -> list[Saving]:
+    """The changes that shrink ``device``'s largest part, the most certain first (docs/memory.md).
+
+    Counted bytes come from the probe's figures: an 8-bit optimizer keeps Adam's two moments in 1 byte each
+    instead of 4; sharding over N ranks keeps 1/N of a part on each; bf16 halves a float32 part; half the batch
+    with two accumulation steps halves the activations.
+    """
+    largest = device.largest()
+    if largest is None:
+        return []
+    part, size = largest
+    ranks = probe.world_size if probe.world_size and probe.world_size > 1 else None
+    all_fp32 = bool(device.weight_dtypes) and all(name == "float32" for name, _ in device.weight_dtypes)
+    savings: list[Saving] = []
+    if part == "optimizer":
+        if any("Adam" in name for name in probe.optimizers):
+            savings.append(
+                Saving(
+                    part,
+                    "an 8-bit optimizer (bitsandbytes.optim.AdamW8bit) keeps both moments in 1 byte each instead of 4",
+                    size * 3 // 4 if all_fp32 else None,
+                )
+            )
+        savings.append(_shard(part, size, ranks, "the optimizer state", "ZeRO-1: ZeroRedundancyOptimizer, or FSDP"))
+        savings.append(
+            Saving(
+                part, "a fused optimizer (fused=True) avoids the foreach implementation's temporary copies at each step"
+            )
+        )
+    elif part == "activations":
+        savings.append(
+            Saving(
+                part,
+                "activation checkpointing (torch.utils.checkpoint around each block) keeps "
+                "only the blocks' inputs and recomputes the rest in the backward pass",
+            )
+        )
+        if probe.autocast is False and all_fp32:
+            savings.append(
+                Saving(
+                    part,
+                    "bf16 autocast (torch.autocast('cuda', dtype=torch.bfloat16)) halves the float32 activations",
+                    size // 2,
+                )
+            )
+        if batch_size and batch_size >= 2:
+            half = batch_size // 2
+            savings.append(
+                Saving(
+                    part,
+                    f"batch_size={half} with 2 gradient accumulation steps keeps the effective batch",
+                    size - size * half // batch_size,
+                    (("batch_size", half), ("gradient_accumulation_steps", 2)),
+                )
+            )
+    elif part == "cache":
+        savings.append(
+            Saving(
+                part,
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place instead of "
+                "keeping freed blocks that fit nothing",
+                None,
+                (("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),),
+            )
+        )
+    elif part == "outside":
+        savings.append(
+            Saving(
+                part,
+                "outside PyTorch are the CUDA context, cuBLAS and cuDNN workspaces and, in a "
+                "distributed job, NCCL's buffers: a smaller NCCL_BUFFSIZE or fewer NCCL channels "
+                "shrink the last",
+            )
+        )
+    elif part in ("weights", "gradients"):
+        both = (device.weights or 0) + (device.gradients or 0)
+        if all_fp32:
+            savings.append(
+                Saving(
+                    part,
+                    "bf16 weights and gradients, with float32 optimizer state (master weights) halve both",
+                    both // 2,
+                )
+            )
+        savings.append(_shard(part, both, ranks, "the weights and gradients", "FSDP"))
+    return savings
+
+
+def _shard(part: str, size: int, ranks: int | None, what: str, how: str) -> Saving:
+    """Sharding a part over the job's ranks: each GPU keeps 1/N of it."""
+    if ranks is None:
+        return Saving(part, f"sharding {what} over N ranks ({how}) keeps 1/N of it on each GPU")
+    words = f"sharding {what} over the job's {ranks} ranks ({how}) keeps 1/{ranks} of it on each GPU"
+    return Saving(part, words, size - size // ranks)

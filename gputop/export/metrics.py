@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
+from gputop.breakdown import device_memory
+
 # Every clock-event (throttle) reason of the model is exported as 0 or 1.
 from gputop.model import (
     GPU_OK,
@@ -31,6 +33,7 @@ from gputop.model import (
     HostInfo,
     MigInstance,
     Snapshot,
+    TrainingView,
 )
 
 GPU_LABELS = ("gpu", "uuid", "name")
@@ -181,9 +184,34 @@ def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]
     """Every metric family of one snapshot. Families without a sample are left out."""
     families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *mig_families(snap.gpus)]
     families += host_families(snap.host)
+    families.append(torch_memory_family(snap.training, per_process))
     if per_process:
         families += process_families(snap.processes)
     return [f for f in families if f.samples]
+
+
+def torch_memory_family(views: Sequence[TrainingView], per_process: bool = False) -> GaugeMetricFamily:
+    """``gputop_torch_memory_bytes{gpu, part}``: the memory of the training processes the probe reports on, by
+    part (docs/memory.md), summed over the processes on each GPU (``gpu="cpu"`` for tensors in host memory); with
+    ``per_process`` one series per process, labelled with its PID too."""
+    labels = ("gpu", "part", "pid") if per_process else ("gpu", "part")
+    sums: dict[tuple[str, ...], int] = {}
+    for view in views:
+        for device in device_memory(view.probe):
+            gpu = "cpu" if device.device == "cpu" else "" if device.gpu_index is None else str(device.gpu_index)
+            for part, size in device.parts():
+                if size is not None:
+                    key = (gpu, part, str(view.pid)) if per_process else (gpu, part)
+                    sums[key] = sums.get(key, 0) + size
+    family = GaugeMetricFamily(
+        "gputop_torch_memory_bytes",
+        "Memory of the training processes by part: weights, gradients, optimizer, other, activations, cache, "
+        "outside (PyTorch's view through the probe, NVML's for outside).",
+        labels=labels,
+    )
+    for key, size in sums.items():
+        family.add_metric(list(key), size)
+    return family
 
 
 def driver_families(driver: DriverInfo) -> list[Metric]:

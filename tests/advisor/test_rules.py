@@ -27,7 +27,7 @@ from gputop.advisor.rules import (
     worker_memory_growth,
 )
 from gputop.advisor.window import AdvisorConfig
-from gputop.model import CRITICAL, INFO, PIN_ON, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
+from gputop.model import CRITICAL, INFO, PIN_ON, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, TensorMemory
 from tests.advisor.build import GIB, MIB, device, gpu, host, loader, row, sample, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -267,6 +267,19 @@ def test_batch_too_small_computes_the_batch_that_fits_from_the_probes_memory_mod
     assert finding.evidence["per_sample_bytes"] == 128 * MIB
     assert finding.evidence["suggested_peak_bytes"] <= 0.9 * 80 * GIB - GIB
     assert finding.source == SOURCE_BOTH
+
+
+def test_batch_too_small_names_what_a_step_starts_with_part_by_part():
+    probe = device(allocated_gib=4, reserved_gib=9, peak_gib=8, reserved_peak_gib=9, nvml_gib=10)
+    training = with_tensors(view(loader(wait=0.01, batch=32, workers=2), workers(2), cuda=(probe,)), parts(1, 1, 2, 4))
+
+    finding = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40, used_gib=10),))), CONFIG)
+
+    assert finding.suggest == {"batch_size": 472}
+    assert "allocated (weights 1.00GiB, gradients 1.00GiB, optimizer state 2.00GiB, other tensors 0B)" in (
+        finding.action
+    )
+    assert "each sample adds 128MiB of activations" in finding.action
 
 
 def test_batch_too_small_without_the_probe_gives_the_direction_and_how_to_get_a_number():
@@ -602,3 +615,74 @@ def test_cuda_in_worker_silent_when_only_the_main_process_is_on_the_gpu():
     training = view(loader(), workers(2))
 
     assert cuda_in_worker(window(lambda t: sample(t, training, gpus=(gpu(),))), CONFIG) is None
+
+
+def with_tensors(training, tensors, **probe):
+    return dataclasses.replace(training, probe=dataclasses.replace(training.probe, tensors=tensors, **probe))
+
+
+def full_with_parts(tensors, optimizers=("AdamW",), used_gib=76, world_size=None, autocast=None, **stats):
+    cuda = device(**{"allocated_gib": 40, "reserved_gib": 76, "peak_gib": 74, "nvml_gib": 76.5, **stats})
+
+    def make(t):
+        training = view(loader(batch=64), workers(2), cuda=(cuda,))
+        training = with_tensors(training, tensors, optimizers=optimizers, world_size=world_size, autocast=autocast)
+        return sample(t, training, gpus=(gpu(used_gib=used_gib),))
+
+    return window(make)
+
+
+def parts(weights_gib, gradients_gib, optimizer_gib, after_step_gib, dtype="float32"):
+    return (
+        TensorMemory(
+            "cuda:0",
+            parameters=int(weights_gib * GIB / 4),
+            weights_bytes=int(weights_gib * GIB),
+            gradients_bytes=int(gradients_gib * GIB),
+            optimizer_bytes=int(optimizer_gib * GIB),
+            weight_dtypes=((dtype, int(weights_gib * GIB)),),
+            allocated_after_step_bytes=int(after_step_gib * GIB),
+        ),
+    )
+
+
+def test_memory_near_full_names_the_optimizer_state_when_it_holds_the_most():
+    # 8 GiB of fp32 weights and gradients, 16 GiB of AdamW moments... and 40 GiB persist, 74 GiB at the peak.
+    # Activations (34 GiB) hold more than the optimizer here; with a 40 GiB optimizer state it is the optimizer.
+    finding = memory_near_full(full_with_parts(parts(8, 8, 40, 58), peak_gib=74), CONFIG)
+
+    assert finding.evidence["largest_part"] == "optimizer"
+    assert finding.action.startswith("The largest part of this process's 76.5GiB on GPU 0 is optimizer state: 40.0")
+    assert "AdamW8bit" in finding.action and "saves about 30.0GiB" in finding.action  # 3/4 of fp32 moments
+    assert "sharding the optimizer state over N ranks" in finding.action
+    assert finding.evidence["optimizer_bytes"] == 40 * GIB
+
+
+def test_sharding_counts_the_ranks_of_the_job():
+    finding = memory_near_full(full_with_parts(parts(8, 8, 40, 58), world_size=8, peak_gib=74), CONFIG)
+    assert (
+        "over the job's 8 ranks (ZeRO-1: ZeroRedundancyOptimizer, or FSDP) keeps 1/8 of it on each GPU (saves about 35.0GiB)"
+        in finding.action
+    )
+
+
+def test_memory_near_full_names_the_activations_and_what_halves_them():
+    finding = memory_near_full(full_with_parts(parts(2, 2, 4, 8), autocast=False, peak_gib=74), CONFIG)
+
+    assert finding.evidence["largest_part"] == "activations"
+    assert finding.evidence["activations_bytes"] == 66 * GIB
+    assert "torch.utils.checkpoint" in finding.action
+    assert "bf16 autocast" in finding.action and "saves about 33.0GiB" in finding.action
+    assert finding.suggest == {"batch_size": 32, "gradient_accumulation_steps": 2}
+
+
+def test_no_autocast_advice_for_a_job_already_in_bf16():
+    finding = memory_near_full(full_with_parts(parts(2, 2, 4, 8, "bfloat16"), autocast=False, peak_gib=74), CONFIG)
+    assert "autocast" not in finding.action
+
+
+def test_memory_near_full_names_the_cache_and_expandable_segments():
+    finding = memory_near_full(full_with_parts(parts(2, 2, 4, 9), peak_gib=20, reserved_gib=76), CONFIG)
+
+    assert finding.evidence["largest_part"] == "cache"
+    assert finding.suggest == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}

@@ -10,15 +10,20 @@ from prometheus_client.registry import CollectorRegistry
 from gputop.export.collector import SnapshotCollector
 from gputop.model import (
     DRIVER_OK,
+    PROBE_OK,
     DRIVER_UNAVAILABLE,
     GPU_LOST_STATE,
     THROTTLE_REASONS,
     UNSUPPORTED,
+    CudaMemory,
     DriverInfo,
     Gpu,
     GpuProcess,
     HostProcess,
+    ProbeReport,
     Snapshot,
+    TensorMemory,
+    TrainingView,
 )
 from tests.export.scrape import names, parse, value
 from tests.factories import host_info
@@ -274,3 +279,35 @@ def test_a_textfile_has_no_age_that_would_read_fresh_forever():
 
 def test_before_the_first_snapshot_only_the_scrape_duration_is_exported():
     assert names(scrape(None)) == {"gputop_scrape_duration_seconds"}
+
+
+def test_the_memory_of_training_processes_is_one_series_per_gpu_and_part() -> None:
+    def job(pid: int, weights: int) -> TrainingView:
+        tensors = TensorMemory(
+            "cuda:0",
+            weights_bytes=weights,
+            gradients_bytes=weights,
+            optimizer_bytes=2 * weights,
+            allocated_after_step_bytes=4 * weights,
+        )
+        stats = CudaMemory(
+            device=0,
+            gpu_index=0,
+            allocated_peak_bytes=5 * weights,
+            reserved_bytes=6 * weights,
+            nvml_process_bytes=7 * weights,
+        )
+        cpu = TensorMemory("cpu", weights_bytes=100, gradients_bytes=100, optimizer_bytes=0)
+        return TrainingView(pid, probe=ProbeReport(PROBE_OK, tensors=(tensors, cpu), cuda=(stats,)))
+
+    snap = snapshot(training=(job(4242, GIB), job(4243, 2 * GIB)))
+    samples = scrape(snap)
+
+    assert value(samples, "gputop_torch_memory_bytes", gpu="0", part="optimizer") == 6 * GIB
+    assert value(samples, "gputop_torch_memory_bytes", gpu="0", part="outside") == 3 * GIB
+    assert value(samples, "gputop_torch_memory_bytes", gpu="cpu", part="weights") == 200
+    assert value(samples, "gputop_torch_memory_bytes", gpu="cpu", part="cache") is None  # no allocator: no sample
+    assert not [s for s in samples if s.name == "gputop_torch_memory_bytes" and "pid" in s.labels]
+
+    per_process = scrape(snap, per_process=True)
+    assert value(per_process, "gputop_torch_memory_bytes", gpu="0", part="activations", pid="4243") == 2 * GIB

@@ -30,6 +30,7 @@ from gputop.model import (
     PinnedHostMemory,
     ProbeReport,
     Snapshot,
+    TensorMemory,
     TrainingView,
     Worker,
 )
@@ -148,7 +149,8 @@ def _job(t: float, busy: float, view: TrainingView, gpu_memory: int) -> Snapshot
     return Snapshot(t, host(t), scenes.DRIVER, (gpu,), (job,), tuple(hosts), view.pid, training=(view,))
 
 
-def _cuda(allocated_gib: float, reserved_gib: float, nvml_gib: float) -> CudaMemory:
+def _cuda(allocated_gib: float, peak_gib: float, reserved_gib: float, nvml_gib: float) -> CudaMemory:
+    """The allocator's figures at a batch boundary (``allocated``: what persists across steps) and NVML's."""
     return CudaMemory(
         device=0,
         uuid="GPU-6a1b2c3d-0000-4000-8000-000000000000",
@@ -156,12 +158,31 @@ def _cuda(allocated_gib: float, reserved_gib: float, nvml_gib: float) -> CudaMem
         allocated_bytes=int(allocated_gib * GIB),
         reserved_bytes=int(reserved_gib * GIB),
         active_bytes=int(allocated_gib * GIB),
-        allocated_peak_bytes=int((allocated_gib + 3.2) * GIB),
+        allocated_peak_bytes=int(peak_gib * GIB),
         reserved_peak_bytes=int((reserved_gib + 2) * GIB),
         num_alloc_retries=0,
         num_ooms=0,
         nvml_process_bytes=int(nvml_gib * GIB),
     )
+
+
+def _tensors(parameters: int, state_per_weight: int, other_gib: float) -> TensorMemory:
+    """A float32 model's weights, gradients and ``state_per_weight`` optimizer tensors of the same size (2 for
+    AdamW), counted right after a step; ``other_gib`` more persists (buffers, the batch)."""
+    weights = parameters * 4
+    return TensorMemory(
+        "cuda:0",
+        parameters=parameters,
+        weights_bytes=weights,
+        gradients_bytes=weights,
+        optimizer_bytes=state_per_weight * weights,
+        weight_dtypes=(("float32", weights),),
+        allocated_after_step_bytes=(2 + state_per_weight) * weights + int(other_gib * GIB),
+    )
+
+
+STARVED_TENSORS = _tensors(304_326_632, 2, 0.2)  # ViT-L/16 under AdamW
+FED_TENSORS = _tensors(3_190_000_000, 2, 0.6)  # a 3.2 B-parameter model under AdamW
 
 
 def starved_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
@@ -184,7 +205,10 @@ def starved_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
             age_s=0.3,
             torch_version="2.5.1+cu124",
             loaders=(_loader(t, wait, steps, persistent=False, pin=False),),
-            cuda=(_cuda(21.4, 24.0, 25.1),),
+            cuda=(_cuda(STARVED_TENSORS.allocated_after_step_bytes / GIB, 21.4, 24.0, 25.1),),
+            tensors=(STARVED_TENSORS,),
+            optimizers=("AdamW",),
+            tensors_age_s=2.1,
         ),
     )
     busy = round(44 + 8 * math.sin(t / 9))
@@ -207,7 +231,10 @@ def fed_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
             age_s=0.2,
             torch_version="2.5.1+cu124",
             loaders=(_loader(t, 0.02, 11.8, persistent=True, pin=True),),
-            cuda=(_cuda(61.2, 66.0, 67.3),),
+            cuda=(_cuda(FED_TENSORS.allocated_after_step_bytes / GIB, 64.4, 66.0, 67.3),),
+            tensors=(FED_TENSORS,),
+            optimizers=("AdamW",),
+            tensors_age_s=3.4,
             pinned_host=PinnedHostMemory(allocated_bytes=int(1.6 * GIB), allocated_peak_bytes=int(1.9 * GIB)),
         ),
     )

@@ -13,10 +13,11 @@ from gputop.advisor.rules.base import (
     recent_window,
     unallocated_shares,
 )
-from gputop.advisor.suggest import batch_memory, larger_batch, smaller_batch
+from gputop.advisor.suggest import batch_memory, larger_batch, memory_savings, smaller_batch
 from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.breakdown import PART_NAMES, DeviceMemory, device_memory
 from gputop.formatting import fmt_bytes
-from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Severity
+from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, ProbeReport, Severity
 
 
 def _step_start_bytes(recent: JobWindow, device: int) -> float | None:
@@ -79,9 +80,9 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             title=f"The GPU is under-filled: batch_size={larger} fits",
             detail=detail,
             action=(
-                f"Set batch_size={larger} ({batch} now): a step starts with {fmt_bytes(start)} allocated (weights, "
-                f"gradients, optimizer state) and each sample adds {fmt_bytes(model.per_sample_bytes)} at its "
-                f"peak, so {larger} samples fit in the GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to "
+                f"Set batch_size={larger} ({batch} now): a step starts with {fmt_bytes(start)} allocated "
+                f"({_persistent_words(latest.view.probe, device.device)}) and each sample adds "
+                f"{fmt_bytes(model.per_sample_bytes)} of activations at its peak, so {larger} samples fit in the GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to "
                 "spare. Scale the learning rate with the batch (linear scaling rule) and check convergence."
             ),
             source=SOURCE_BOTH,
@@ -104,6 +105,15 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         source=SOURCE_EXTERNAL,
         evidence=evidence,
     )
+
+
+def _persistent_words(probe: ProbeReport, device: int) -> str:
+    """What persists across steps on a CUDA device, part by part where the probe counted it."""
+    found = next((d for d in device_memory(probe) if d.device == f"cuda:{device}"), None)
+    if found is None or found.weights is None:
+        return "weights, gradients, optimizer state"
+    parts = [(name, getattr(found, name)) for name in ("weights", "gradients", "optimizer", "other")]
+    return ", ".join(f"{PART_NAMES[name]} {fmt_bytes(size)}" for name, size in parts if size is not None)
 
 
 def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -155,25 +165,61 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
                 f"batch_size={plan[0]} with gradient accumulation over {plan[1]} steps (the same effective batch, "
                 f"peak about {pct(th.MEMORY_TARGET)} of the GPU)"
             )
+    evidence: dict[str, object] = {
+        "peak_reserved_share": None if peak_share is None else round(peak_share, 3),
+        "gpu_memory_used_share": None if external is None else round(external, 3),
+        "alloc_retries": int(retries),
+        "ooms": int(ooms),
+        "batch_size": batch,
+    }
+    action = (
+        "Make room before an out-of-memory error: mixed precision (torch.autocast with bfloat16) halves "
+        "activations, activation checkpointing (torch.utils.checkpoint) recomputes them instead of keeping "
+        f"them, or {smaller_words}."
+    )
+    largest = max(device_memory(latest.view.probe), key=lambda d: d.total, default=None)
+    if largest is not None and largest.largest() is not None:
+        planned = bool(suggest)
+        action, more = _shrink_largest_part(largest, latest.view.probe, batch, suggest)
+        if planned:
+            action += f" Or, to fit at once: {smaller_words}."
+        evidence |= more
     return Finding(
         severity=severity,
         title="GPU memory is nearly full" + (": allocations are retrying" if retries else ""),
         detail="; ".join(facts),
-        action=(
-            "Make room before an out-of-memory error: mixed precision (torch.autocast with bfloat16) halves "
-            "activations, activation checkpointing (torch.utils.checkpoint) recomputes them instead of keeping "
-            f"them, or {smaller_words}."
-        ),
+        action=action,
         source=SOURCE_BOTH if devices and external is not None else SOURCE_PROBE if devices else SOURCE_EXTERNAL,
-        evidence={
-            "peak_reserved_share": None if peak_share is None else round(peak_share, 3),
-            "gpu_memory_used_share": None if external is None else round(external, 3),
-            "alloc_retries": int(retries),
-            "ooms": int(ooms),
-            "batch_size": batch,
-        },
+        evidence=evidence,
         suggest=suggest,
     )
+
+
+def _shrink_largest_part(
+    device: DeviceMemory, probe: ProbeReport, batch: int | None, suggest: dict[str, float | int | str | bool]
+) -> tuple[str, dict[str, object]]:
+    """The action that names the part holding the most of ``device``'s memory and the changes that shrink it,
+    with the bytes each saves where they can be counted; fills ``suggest`` from the first change that has
+    settings when it is still empty. Returns the action and its evidence."""
+    part, size = device.largest() or ("", 0)
+    share = size / device.total
+    savings = memory_savings(device, probe, batch)
+    changes = "; ".join(
+        s.words + (f" (saves about {fmt_bytes(s.saves_bytes)})" if s.saves_bytes else "") for s in savings
+    )
+    if not suggest:
+        suggest.update(next((dict(s.suggest) for s in savings if s.suggest), {}))
+    where = device.device if device.gpu_index is None else f"GPU {device.gpu_index}"
+    action = (
+        f"The largest part of this process's {fmt_bytes(device.total)} on {where} is {PART_NAMES[part]}: "
+        f"{fmt_bytes(size)}, {pct(share)}. To shrink it: {changes}."
+    )
+    evidence: dict[str, object] = {f"{name}_bytes": value for name, value in device.parts() if value is not None}
+    evidence["largest_part"] = part
+    best = max((s.saves_bytes for s in savings if s.saves_bytes), default=None)
+    if best is not None:
+        evidence["saves_bytes"] = best
+    return action, evidence
 
 
 def fragmentation(w: JobWindow, config: AdvisorConfig) -> Finding | None:

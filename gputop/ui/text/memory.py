@@ -1,5 +1,6 @@
-"""GPU memory as PyTorch sees it, in the training panel: allocated, reserved by the caching allocator, and what
-NVML says the process holds (reserved plus the CUDA context), with peaks, allocation retries and OOMs."""
+"""Memory as PyTorch sees it, in the training panel: where it goes, part by part (weights, gradients, optimizer
+state, activations, the allocator's cache, outside PyTorch: ``gputop.breakdown``), and per CUDA device what is
+allocated, reserved by the caching allocator and held according to NVML, with peaks, allocation retries and OOMs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Mapping
 from rich.style import Style
 from rich.text import Text
 
-from gputop.formatting import fmt_bytes
+from gputop.breakdown import PART_NAMES, DeviceMemory, device_memory
+from gputop.formatting import fmt_bytes, fmt_count
 from gputop.model import CudaMemory, ProbeReport, TrainingView
 from gputop.ui.text.bars import TRACK
 from gputop.ui.text.gpu import Palette
@@ -51,6 +53,73 @@ def stacked_bar(device: CudaMemory, total: int | None, cells: int, p: Palette) -
         drawn = upto
     bar.append(TRACK * (cells - drawn), style=p.track)
     return bar
+
+
+def part_glyphs(p: Palette) -> dict[str, tuple[str, Style]]:
+    """Each memory part's glyph and style: what persists across steps in the fill colour, from solid to light;
+    the step's activations and the allocator's cache in the accent colour; what lies outside PyTorch muted. The
+    glyphs alone tell the parts apart where there is no colour."""
+    return {
+        "weights": ("█", p.fill),
+        "gradients": ("▓", p.fill),
+        "optimizer": ("▒", p.fill),
+        "other": ("░", p.fill),
+        "activations": ("▆", p.spark),
+        "cache": ("░", p.spark),
+        "outside": ("▒", p.label),
+    }
+
+
+def parts_bar(device: DeviceMemory, whole: int | None, cells: int, p: Palette) -> Text:
+    """The device's parts stacked in order on ``cells`` cells standing for ``whole`` bytes (the GPU's memory);
+    a part too small for a cell of its own still gets one while the bar has room."""
+    if not whole or cells <= 0:
+        return Text(TRACK * max(0, cells), style=p.track)
+    glyphs = part_glyphs(p)
+    bar = Text()
+    drawn = 0
+    held = 0
+    for name, size in device.parts():
+        if not size:
+            continue
+        held += size
+        upto = min(cells, max(drawn + 1, round(held / whole * cells)))
+        char, style = glyphs[name]
+        bar.append(char * (upto - drawn), style=style)
+        drawn = upto
+    bar.append(TRACK * (cells - drawn), style=p.track)
+    return bar
+
+
+def breakdown_lines(probe: ProbeReport, width: int, bar: int, p: Palette) -> list[Text]:
+    """Per device the probe counted tensors on: the parts as one stacked bar on their sum (the bar of ``CUDA N``
+    below puts the process on the GPU's memory), the parameters, their dtypes and the optimizers; then each part
+    with its glyph, its size and its share. Nothing before the job's first optimizer step."""
+    lines: list[Text] = []
+    glyphs = part_glyphs(p)
+    for device in device_memory(probe):
+        where = f"{fmt_bytes(device.total)} {'in host memory' if device.device == 'cpu' else 'in all'}"
+        facts = [parts_bar(device, device.total, bar, p), Text(where, style=p.dim), Text(_parameters(device, probe))]
+        lines += flow(label(f"MEM {device.device}", p), facts, width)
+        parts = []
+        for name, size in device.parts():
+            if size is None:
+                continue
+            char, style = glyphs[name]
+            share = f" {size / device.total:.0%}" if device.total else ""
+            parts.append(_legend(char, style) + Text(f"{PART_NAMES[name]} {fmt_bytes(size)}{share}"))
+        lines += flow(label("", p), parts, width)
+    return lines
+
+
+def _parameters(device: DeviceMemory, probe: ProbeReport) -> str:
+    """``1.3B params bfloat16 · AdamW``: how many parameters, their dtypes, the optimizers."""
+    words = f"{fmt_count(device.parameters)} params" if device.parameters is not None else "params N/A"
+    if device.weight_dtypes:
+        words += " " + "+".join(name for name, _ in device.weight_dtypes)
+    if probe.optimizers:
+        words += " · " + ", ".join(probe.optimizers)
+    return words
 
 
 def _legend(char: str, style: Style) -> Text:

@@ -18,7 +18,7 @@ from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderVie
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.loader import loader_config_parts
-from gputop.ui.text.memory import compact_cuda, cuda_lines
+from gputop.ui.text.memory import breakdown_lines, compact_cuda, cuda_lines
 from gputop.ui.text.parts import LABEL_CELLS, flow, label, na, pin_words
 from gputop.ui.text.worker import WORKER_ROWS_INLINE, compact_workers, worker_lines
 
@@ -165,6 +165,7 @@ def panel_lines(
     left = _pipeline_lines(view, sparks, bar, cells, p)
     right = worker_lines(view, bar, cells, p, worker_rows)
     if view.probe.ok:
+        right += breakdown_lines(view.probe, cells, bar, p)
         right += cuda_lines(view.probe, gpu_totals, bar, cells, p)
     for line in left + right:
         line.truncate(cells, overflow="ellipsis")
