@@ -219,3 +219,26 @@ def test_the_probe_loads_in_a_job_whose_interpreter_has_no_gputop(probe_dir, tmp
     (view,) = json.loads(report.read_text())["training"]
     assert view["probe"]["status"] == "ok"
     assert [loader["batches"] for loader in view["probe"]["loaders"]] == [5]
+
+
+def test_the_report_splits_a_cpu_jobs_memory_into_weights_gradients_and_optimizer_state(probe_dir, tmp_path):
+    # train.py's MODEL: Linear(4, 64) and Linear(64, 2), M×N + N each: 320 + 130 = 450 float32 parameters.
+    job = [*PYTHON, str(SCRIPTS / "train.py"), "--optimizer", "Adam", "--batches", "10"]
+    report = tmp_path / "report.json"
+
+    code, _, err = finish(gputop_run("--headless", "--report-json", str(report), "--", *job, probe_dir=probe_dir))
+
+    assert code == 0, err
+    (view,) = json.loads(report.read_text())["training"]
+    (cpu,) = view["memory"]
+    assert (cpu["device"], cpu["parameters"], cpu["weight_dtypes"]) == ("cpu", 450, {"float32": 1800})
+    assert cpu["parts"] == {
+        "weights": 1800,
+        "gradients": 1800,
+        "optimizer": 2 * 1800 + 4 * 4,  # exp_avg and exp_avg_sq per parameter, a float32 step per tensor
+        "other": None,
+        "activations": None,
+        "cache": None,
+        "outside": None,
+    }
+    assert view["probe"]["optimizers"] == ["Adam"]

@@ -43,7 +43,10 @@ def main() -> int:
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds the loop spends per batch")
     parser.add_argument("--fail-at", type=int, default=None, help="this sample raises ValueError")
     parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--optimizer", default=None, help="train MODEL with this torch.optim class (Adam, SGD...)")
     args = parser.parse_args()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))  # MODEL
+    optimizer = getattr(torch.optim, args.optimizer)(model.parameters(), lr=1e-3) if args.optimizer else None
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))
     loader = DataLoader(
@@ -58,10 +61,14 @@ def main() -> int:
     epoch = 0
     try:
         while args.epochs == 0 or epoch < args.epochs:
-            for _ in loader:
+            for batch in loader:
                 if not ready:
                     print("ready", flush=True)
                     ready = True
+                if optimizer is not None:
+                    model(batch).sum().backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
                 if args.step_s:
                     time.sleep(args.step_s)
             epoch += 1
