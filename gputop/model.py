@@ -507,6 +507,29 @@ class PinnedHostMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class Launch:
+    """How a launcher started a process, from its environment (``/proc/PID/environ``, readable for one's own
+    processes) or its probe's report: torchrun's and ``torch.distributed``'s variables, each None where unset.
+
+    ``run_id`` is ``TORCHELASTIC_RUN_ID``; with ``master_addr`` and ``master_port`` it names the job on every host
+    it runs on. ``group_rank`` is the node's rank among the job's nodes."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    local_world_size: int | None = None
+    group_rank: int | None = None
+    run_id: str | None = None
+    master_addr: str | None = None
+    master_port: int | None = None
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the process is one rank of several."""
+        return self.rank is not None and (self.world_size or 0) > 1
+
+
+@dataclass(frozen=True, slots=True)
 class TensorMemory:
     """Where one device's tensors hold memory, as the probe found them through the optimizers the job steps: the
     parameters (weights) and their gradients, right after a step, and the optimizers' state.
@@ -566,6 +589,8 @@ class ProbeReport:
     """The class names of the optimizers the job steps (``AdamW``)."""
     tensors_age_s: float | None = None
     """How long ago the probe last counted ``tensors`` (at most every few seconds, right after a step)."""
+    launch: Launch | None = None
+    """The launcher's variables as the process itself sees them."""
 
     @property
     def ok(self) -> bool:
@@ -577,6 +602,17 @@ class ProbeReport:
         if not self.loaders:
             return None
         return min(self.loaders, key=lambda v: float("inf") if v.last_batch_age_s is None else v.last_batch_age_s)
+
+
+Evidence = Literal["probe report", "DataLoader workers", "launcher rank", "torch threads"]
+"""Why gputop takes a process for a training process: a report of its probe, DataLoader workers of its own, a
+rank given by a launcher (torchrun's ``RANK``, a ``pt_elastic`` parent), or threads torch named (``pt_main_thread``,
+``pt_autograd_N``: a backward pass has run on a GPU). A GPU process with none of them is only a holder of GPU
+memory to the advisor: it gets the GPU's findings, not a training job's."""
+EVIDENCE_PROBE: Final = "probe report"
+EVIDENCE_WORKERS: Final = "DataLoader workers"
+EVIDENCE_RANK: Final = "launcher rank"
+EVIDENCE_TORCH_THREADS: Final = "torch threads"
 
 
 @dataclass(frozen=True, slots=True)
@@ -601,6 +637,16 @@ class TrainingView:
     pin_memory: PinMemoryStatus = field(default_factory=PinMemoryStatus)
     main_thread: MainThread = field(default_factory=MainThread)
     probe: ProbeReport = field(default_factory=ProbeReport)
+    launch: Launch | None = None
+    """The launcher's rank, world size and job identity; None for a process started without one."""
+    evidence: tuple[Evidence, ...] = ()
+    """Why this is a training process; empty for a GPU process that shows none (the advisor then gives it only
+    GPU-level findings)."""
+
+    @property
+    def trains(self) -> bool:
+        """Whether the process shows any training evidence."""
+        return bool(self.evidence)
 
     @property
     def loader(self) -> LoaderView | None:

@@ -21,6 +21,7 @@ import re
 import stat
 from typing import Any, TypeGuard
 
+from gputop.collect.launch_env import launch_from
 from gputop.model import (
     PROBE_FOREIGN,
     PROBE_MALFORMED,
@@ -188,6 +189,7 @@ def parse_report(
         float32_matmul_precision=_word(doc, "float32_matmul_precision"),
         parameter_dtypes=_dtypes(doc.get("parameter_dtypes")),
         **_tensors(doc.get("tensors")),
+        launch=launch_from(_object(doc.get("launch") or {})),
     )
 
 

@@ -31,6 +31,7 @@ def wait_channel(pid: int) -> str | None:
 
 
 def threads_named(pid: int, name: str) -> tuple[int, ...]:
+    """The threads of ``pid`` named ``name``, or, for a name ending in ``_``, whose names start with it."""
     found = []
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -39,8 +40,9 @@ def threads_named(pid: int, name: str) -> tuple[int, ...]:
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                if f.read().rstrip("\n") == name:
-                    found.append(int(tid))
+                comm = f.read().rstrip("\n")
+            if comm == name or (name.endswith("_") and comm.startswith(name)):
+                found.append(int(tid))
         except OSError:
             continue
     return tuple(sorted(found))

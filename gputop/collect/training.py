@@ -16,10 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputop.collect.job_tree import AGENT_NAME, MAIN_THREAD_NAME, JobTree, start_method_of
+from gputop.collect.launch_env import merged, read_launch
 from gputop.collect.probe_reader import STALE_AFTER_S, read_report
 from gputop.collect.procinfo import main_thread_stat, threads_named, usable_cpu_count, uss_bytes, wait_channel
 from gputop.collect.procstat import CLOCK_TICKS
 from gputop.model import (
+    EVIDENCE_PROBE,
+    EVIDENCE_RANK,
+    EVIDENCE_TORCH_THREADS,
+    EVIDENCE_WORKERS,
     MAIN_MIXED,
     MAIN_RUNNING,
     MAIN_WAITING,
@@ -30,13 +35,16 @@ from gputop.model import (
     PIN_ON,
     PIN_UNKNOWN,
     PROBE_OK,
+    PROBE_STALE,
     PROCESS_EXITED,
     ROLE_TORCHRUN_AGENT,
     ROLE_TRAINING,
     CudaMemory,
+    Evidence,
     Gpu,
     GpuProcess,
     HostProcess,
+    Launch,
     MainActivity,
     MainThread,
     PinMemoryStatus,
@@ -51,6 +59,8 @@ from gputop.probe import channel
 log = logging.getLogger(__name__)
 
 PIN_THREAD_NAME = "pt_data_pin"
+TORCH_THREAD_PREFIX = "pt_"
+"""Threads torch names: ``pt_main_thread``, ``pt_autograd_N`` (a backward pass on a GPU), ``pt_data_pin``..."""
 
 BUSY_TICKS = 10
 """Ticks over which the main thread's busy share is averaged."""
@@ -111,6 +121,9 @@ class _Job:
     pin_tids: tuple[int, ...] = ()
     pin_checked_workers: frozenset[int] | None = None
     usable_cpu_count: int | None = None
+    launch: Launch | None = None
+    launch_read: bool = False
+    torch_threads: bool = False
 
 
 @dataclass
@@ -266,6 +279,21 @@ class TrainingCollector:
             job.pin_tids = threads_named(pid, PIN_THREAD_NAME) if worker_pids else ()
             job.pin_checked_workers = frozenset(worker_pids)
         cpu = [w.host.cpu_percent for w in workers if w.host.cpu_percent is not None]
+        if not job.launch_read:  # the environment a process was started with does not change
+            job.launch, job.launch_read = read_launch(pid), True
+        launch = merged(job.launch, probe.launch)
+        if not job.torch_threads and (tick.slow or job.view is None):
+            job.torch_threads = host.name == MAIN_THREAD_NAME or bool(threads_named(pid, TORCH_THREAD_PREFIX))
+        evidence: list[Evidence] = []
+        if probe.status in (PROBE_OK, PROBE_STALE):
+            evidence.append(EVIDENCE_PROBE)
+        if workers or job.workers_replaced:
+            evidence.append(EVIDENCE_WORKERS)
+        parent = tick.tree.alive.get(host.ppid) if host.ppid is not None else None
+        if (launch is not None and launch.rank is not None) or (parent is not None and parent.name == AGENT_NAME):
+            evidence.append(EVIDENCE_RANK)
+        if job.torch_threads:
+            evidence.append(EVIDENCE_TORCH_THREADS)
         job.view = TrainingView(
             pid=pid,
             role=ROLE_TORCHRUN_AGENT if host.name == AGENT_NAME else ROLE_TRAINING,
@@ -279,6 +307,8 @@ class TrainingCollector:
             pin_memory=pin_status(job.pin_tids, len(workers), pid, probe),
             main_thread=main_thread,
             probe=probe,
+            launch=launch,
+            evidence=tuple(evidence),
         )
         return job.view
 

@@ -194,7 +194,7 @@ def torch_memory_family(views: Sequence[TrainingView], per_process: bool = False
     """``gputop_torch_memory_bytes{gpu, part}``: the memory of the training processes the probe reports on, by
     part (docs/memory.md), summed over the processes on each GPU (``gpu="cpu"`` for tensors in host memory); with
     ``per_process`` one series per process, labelled with its PID too."""
-    labels = ("gpu", "part", "pid") if per_process else ("gpu", "part")
+    labels: tuple[str, ...] = ("gpu", "part", "pid") if per_process else ("gpu", "part")
     sums: dict[tuple[str, ...], int] = {}
     for view in views:
         for device in device_memory(view.probe):
@@ -209,8 +209,8 @@ def torch_memory_family(views: Sequence[TrainingView], per_process: bool = False
         "outside (PyTorch's view through the probe, NVML's for outside).",
         labels=labels,
     )
-    for key, size in sums.items():
-        family.add_metric(list(key), size)
+    for labelled, size in sums.items():
+        family.add_metric(list(labelled), size)
     return family
 
 

@@ -24,6 +24,17 @@ from .precision import PrecisionReader
 from .tensors import TensorReader
 
 TRACK_ATTR = "_gputop_probe_track"
+LAUNCH_KEYS = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+"""The launcher's variables the report copies (the monitor checks each): which rank of which job this is."""
 
 
 def _env_int(name: str) -> int | None:
@@ -143,6 +154,7 @@ class Probe:
             "rank": _env_int("RANK"),
             "local_rank": _env_int("LOCAL_RANK"),
             "world_size": _env_int("WORLD_SIZE"),
+            "launch": {key: os.environ[key][:256] for key in LAUNCH_KEYS if key in os.environ},
             "python": platform.python_version(),
             "torch": getattr(torch, "__version__", None),
             "failures": self.failures,

@@ -2,9 +2,10 @@
 optimizers the job steps.
 
 torch's global optimizer step hook (registered by ``precision.py``) hands every stepped optimizer to
-``TensorReader.stepped``. Most calls only remember the optimizer in a weak set and return after one clock read; at
-most once every ``READ_INTERVAL_S``, and when an optimizer steps for the first time, the reader walks the parameters of every optimizer it has seen, right after a
-step, when the gradients of that step exist and the optimizer state is complete. Parameters shared by two
+``TensorReader.stepped``. Most calls only look the optimizer up in a weak set and read the clock; at most once
+every ``READ_INTERVAL_S``, and when an optimizer steps for the first time, the reader walks the parameters of
+every optimizer it has seen, right after a step, when the gradients of that step exist and the optimizer state is
+complete. Parameters shared by two
 optimizers, or listed twice, are counted once; so are state tensors shared between parameters. On a CUDA device it
 also reads ``torch.cuda.memory_allocated`` at that moment: what persists from one step to the next.
 """

@@ -661,8 +661,8 @@ def test_memory_near_full_names_the_optimizer_state_when_it_holds_the_most():
 def test_sharding_counts_the_ranks_of_the_job():
     finding = memory_near_full(full_with_parts(parts(8, 8, 40, 58), world_size=8, peak_gib=74), CONFIG)
     assert (
-        "over the job's 8 ranks (ZeRO-1: ZeroRedundancyOptimizer, or FSDP) keeps 1/8 of it on each GPU (saves about 35.0GiB)"
-        in finding.action
+        "over the job's 8 ranks (ZeRO-1: ZeroRedundancyOptimizer, or FSDP) keeps 1/8 of it on each GPU "
+        "(saves about 35.0GiB)" in finding.action
     )
 
 

@@ -10,9 +10,9 @@ from prometheus_client.registry import CollectorRegistry
 from gputop.export.collector import SnapshotCollector
 from gputop.model import (
     DRIVER_OK,
-    PROBE_OK,
     DRIVER_UNAVAILABLE,
     GPU_LOST_STATE,
+    PROBE_OK,
     THROTTLE_REASONS,
     UNSUPPORTED,
     CudaMemory,

@@ -82,8 +82,9 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             action=(
                 f"Set batch_size={larger} ({batch} now): a step starts with {fmt_bytes(start)} allocated "
                 f"({_persistent_words(latest.view.probe, device.device)}) and each sample adds "
-                f"{fmt_bytes(model.per_sample_bytes)} of activations at its peak, so {larger} samples fit in the GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to "
-                "spare. Scale the learning rate with the batch (linear scaling rule) and check convergence."
+                f"{fmt_bytes(model.per_sample_bytes)} of activations at its peak, so {larger} samples fit in the "
+                f"GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to spare. Scale the learning rate with the "
+                "batch (linear scaling rule) and check convergence."
             ),
             source=SOURCE_BOTH,
             evidence=evidence,
