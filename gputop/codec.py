@@ -18,7 +18,17 @@ import typing
 import zlib
 from collections.abc import Callable, Mapping
 
-from gputop.model import GPM_PROFILE_FIELDS, Gpu, Snapshot, frozen_reasons
+from gputop.model import (
+    CGROUP_PATH_CHARS,
+    CONTAINER_ID_CHARS,
+    CONTAINER_NAME_CHARS,
+    GPM_PROFILE_FIELDS,
+    Container,
+    Gpu,
+    HostProcess,
+    Snapshot,
+    frozen_reasons,
+)
 from gputop.sanitize import printable
 
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -36,6 +46,16 @@ MAX_FLOAT = 1e15
 MAX_INT = 2**64 - 1
 """Integers are NVML's unsigned 64-bit counters at most (bytes, clocks, ECC errors)."""
 _TIME_FIELDS = frozenset({"time", "start_time"})
+TEXT_LIMITS: dict[type, dict[str, int]] = {
+    Container: {
+        "path": CGROUP_PATH_CHARS,
+        "id": CONTAINER_ID_CHARS,
+        "pod_uid": CONTAINER_NAME_CHARS,
+        "name": CONTAINER_NAME_CHARS,
+    },
+}
+"""The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
+written by gputop."""
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
 FORMAT = 2
@@ -62,6 +82,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "pcie_link_width_max",
         *GPM_PROFILE_FIELDS,
     ),
+    HostProcess: ("container",),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""
@@ -206,6 +227,10 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
                     found[name] = field(value[name])
         except ValueError as exc:  # named on the way out, at no cost to the values that decode
             raise ValueError(f"{cls.__name__}.{name}: {exc}") from None
+        for name, limit in TEXT_LIMITS.get(cls, {}).items():
+            text = found.get(name)
+            if isinstance(text, str) and len(text) > limit:
+                raise ValueError(f"{cls.__name__}.{name}: over {limit} characters")
         later = [name for name in ADDED_LATER.get(cls, ()) if name not in value]
         if later:
             reasons = dict(typing.cast("Mapping[str, str]", found.get("unavailable", {})))

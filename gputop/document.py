@@ -14,6 +14,7 @@ from typing import Any
 from gputop.breakdown import DeviceMemory, device_memory
 from gputop.model import (
     GPM_PROFILE_FIELDS,
+    Container,
     Gpu,
     GpuProcess,
     HostInfo,
@@ -74,6 +75,9 @@ MIG_KEYS = (
 )
 PROCESS_MIG_KEYS = ("mig_index", "gpu_instance_id", "compute_instance_id")
 """A process row's MIG instance, after its ``unavailable``: null off MIG."""
+CONTAINER_KEYS = ("runtime", "id", "pod_uid", "name", "path")
+"""A process row's ``container`` object (docs/json.md), after its MIG keys: null for a process in no container or
+whose cgroup could not be read (then with its reason in ``unavailable``)."""
 PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
 """A process row's keys from its host process, after those from its GPU side."""
@@ -133,7 +137,13 @@ def process_record(p: GpuProcess) -> dict[str, Any]:
     out.update((key, _plain(getattr(host, key))) for key in PROCESS_HOST_KEYS)
     out["unavailable"] = {**p.unavailable, **host.unavailable}
     out.update((key, getattr(p, key)) for key in PROCESS_MIG_KEYS)
+    out["container"] = container_record(host.container)
     return out
+
+
+def container_record(container: Container | None) -> dict[str, Any] | None:
+    """A process's container as schema 1 writes it: the full id, not the 12 digits the dashboard shows."""
+    return None if container is None else {key: getattr(container, key) for key in CONTAINER_KEYS}
 
 
 def gpu_record(g: Gpu) -> dict[str, Any]:

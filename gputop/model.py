@@ -237,6 +237,67 @@ class Gpu:
         return None
 
 
+ContainerRuntime = Literal["docker", "kubernetes", "podman", "lxc", "slurm", "container", "systemd", "cgroup"]
+"""What a process's cgroup says it runs in. ``container`` is a container whose runtime the path does not name (an
+id under ``/ecs/...``, say); ``systemd`` a service or scope of the host's systemd; ``cgroup`` any other cgroup of
+its own, shown by its path."""
+CONTAINER_RUNTIMES: tuple[ContainerRuntime, ...] = get_args(ContainerRuntime)
+NOT_CONTAINED: tuple[ContainerRuntime, ...] = ("systemd", "cgroup")
+"""Runtimes that are the host's own grouping rather than a container or a batch job."""
+CGROUP_NAMESPACE = "cgroup namespace: the path is relative to the container"
+"""The reason for no container where gputop runs in a cgroup namespace of its own and the process's cgroup is that
+namespace's root: the process shares gputop's container, which the path cannot name."""
+MALFORMED_CGROUP = "malformed /proc/PID/cgroup"
+CONTAINER_ID_CHARS = 64
+"""The longest container id kept: the 64 hex digits Docker, containerd, CRI-O and Podman use."""
+CONTAINER_NAME_CHARS = 256
+"""The longest name (systemd unit, LXC container, Slurm job) and pod UID kept."""
+CGROUP_PATH_CHARS = 1024
+"""The longest cgroup path kept; a user may nest their own cgroups deeper, nothing real is that long."""
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """Where a process runs, from its ``/proc/PID/cgroup``: a container, a Kubernetes pod, a Slurm job, a systemd
+    unit.
+
+    ``id`` is the container's full id (64 hex digits for Docker, containerd, CRI-O, Podman), ``pod_uid`` the
+    Kubernetes pod's UID, ``name`` the systemd unit, the LXC container or the Slurm job id, ``path`` the cgroup path
+    they were read from. Each is None where the path does not say.
+    """
+
+    runtime: ContainerRuntime
+    path: str
+    id: str | None = None
+    pod_uid: str | None = None
+    name: str | None = None
+
+    @property
+    def short_id(self) -> str | None:
+        """The first 12 digits of the id, as ``docker ps`` shows it."""
+        return None if self.id is None else self.id[:12]
+
+    @property
+    def contained(self) -> bool:
+        """Whether this is a container or a batch job, not just the host's own grouping."""
+        return self.runtime not in NOT_CONTAINED
+
+    @property
+    def label(self) -> str:
+        """A few words for a table cell or a metric label: ``docker a1b2c3d4e5f6``, ``k8s 7f3a9c/c0ffee12``,
+        ``slurm job 123``, ``systemd sshd.service``."""
+        if self.runtime == "kubernetes":
+            pod = (self.pod_uid or "?")[:6]
+            return f"k8s {pod}/{self.id[:8]}" if self.id else f"k8s pod {pod}"
+        if self.runtime == "slurm":
+            return f"slurm job {self.name}"
+        if self.runtime in ("lxc", "systemd"):
+            return f"{self.runtime} {self.name}"
+        if self.runtime == "cgroup":
+            return f"cgroup {self.path}"
+        return f"{self.runtime} {self.short_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class HostProcess:
     """A host process that gputop watches: a GPU process, one of its ancestors or descendants, or the focus.
@@ -258,6 +319,9 @@ class HostProcess:
     status: str | None = None
     num_threads: int | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    container: Container | None = None
+    """The container, pod, Slurm job or systemd unit it runs in; None with no reason for a process in the root
+    cgroup (or ``init.scope``), None with its reason in ``unavailable`` when the cgroup could not be read."""
 
 
 @dataclass(frozen=True, slots=True)

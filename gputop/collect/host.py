@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 
+from gputop.collect.container import in_cgroup_namespace, read_container
 from gputop.collect.procstat import CLOCK_TICKS, read_stat
 from gputop.model import (
     ACCESS_DENIED,
@@ -22,13 +23,28 @@ from gputop.model import (
     NOT_VISIBLE,
     PROCESS_EXITED,
     ZOMBIE,
+    Container,
     HostInfo,
     HostProcess,
     frozen_reasons,
 )
 from gputop.sanitize import printable
 
-_HOST_FIELDS = ("ppid", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "num_threads")
+_HOST_FIELDS = (
+    "ppid",
+    "user",
+    "name",
+    "command",
+    "cpu_percent",
+    "rss_bytes",
+    "start_time",
+    "status",
+    "num_threads",
+    "container",
+)
+CONTAINER_REFRESH_S = 10.0
+"""How often a watched process's cgroup is read again: a process rarely moves (``systemd-run --scope``, a Slurm
+step adopting it), and one read per process per tick would cost more than the rest of its host side."""
 
 
 def usable_cpu_count() -> int:
@@ -60,6 +76,7 @@ class HostCollector:
     def __init__(self, nested_pid_namespace: bool | None = None, static_refresh_s: float = 5.0) -> None:
         self.nested_pid_namespace = in_nested_pid_namespace() if nested_pid_namespace is None else nested_pid_namespace
         self.static_refresh_s = static_refresh_s
+        self.cgroup_namespace = in_cgroup_namespace()
         self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
@@ -156,7 +173,11 @@ class HostCollector:
         if now >= tracked.static_due:
             tracked.static, tracked.static_reasons = _read_static(pid, zombie=stat.status == "zombie")
             tracked.static_due = now + self.static_refresh_s
-        reasons = dict(tracked.static_reasons)
+        if now >= tracked.container_due:
+            tracked.container, reason = read_container(pid, self.cgroup_namespace)
+            tracked.container_reasons = {} if reason is None else {"container": reason}
+            tracked.container_due = now + CONTAINER_REFRESH_S
+        reasons = {**tracked.static_reasons, **tracked.container_reasons}
         if cpu_percent is None:
             reasons["cpu_percent"] = MEASURING
         return HostProcess(
@@ -168,6 +189,7 @@ class HostCollector:
             rss_bytes=stat.rss_bytes,
             cpu_percent=cpu_percent,
             unavailable=frozen_reasons(reasons),
+            container=tracked.container,
             **tracked.static,
         )
 
@@ -180,7 +202,8 @@ class HostCollector:
 
 @dataclass
 class _Tracked:
-    """A process between ticks: its identity (start time), last CPU reading, and facts that rarely change."""
+    """A process between ticks: its identity (start time), last CPU reading, and facts that rarely change (read
+    again every few seconds: user, command line, start time; its container)."""
 
     start_ticks: int
     cpu_ticks: int
@@ -188,6 +211,9 @@ class _Tracked:
     static: dict[str, Any] = field(default_factory=dict)
     static_reasons: dict[str, str] = field(default_factory=dict)
     static_due: float = 0.0
+    container: Container | None = None
+    container_reasons: dict[str, str] = field(default_factory=dict)
+    container_due: float = 0.0
 
 
 MAX_COMMAND_CHARS = 16_384

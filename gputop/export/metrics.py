@@ -6,8 +6,8 @@ hertz, celsius), shares as ratios from 0 to 1, ``_total`` on counters. GPU serie
 a GPU that cannot be read has ``gputop_gpu_up 0``.
 
 Privacy: no series ever carries a command line, an environment variable, a user name or a host process name.
-Per-process series (labels ``gpu`` and ``pid`` only) exist only when asked for, because every new PID is a new
-series in Prometheus.
+Per-process series (labels ``gpu``, ``pid`` and ``container`` only) exist only when asked for, because every new
+PID is a new series in Prometheus.
 
 ``snapshot_families`` is the seam for more metrics computed from snapshots: ``advice_families`` turns the advisor's
 findings (from a window of snapshots) into families, called next to it in ``SnapshotCollector.collect``.
@@ -37,7 +37,7 @@ from gputop.model import (
 )
 
 GPU_LABELS = ("gpu", "uuid", "name")
-PROCESS_LABELS = ("gpu", "pid")
+PROCESS_LABELS = ("gpu", "pid", "container")
 MIG_LABELS = ("gpu", "mig", "gpu_instance", "profile", "uuid")
 """A MIG instance's series: its GPU's index, its slot, its GPU instance id, its profile (``3g.40gb``), its UUID."""
 ADVICE_LABELS = ("id", "severity", "pid")
@@ -324,11 +324,20 @@ def host_families(host: HostInfo) -> list[Metric]:
 
 
 def process_families(processes: Sequence[GpuProcess]) -> list[Metric]:
-    """Per-process series, labelled by GPU index and PID only: no user, name or command line."""
+    """Per-process series, labelled by GPU index, PID and container only: no user, name or command line."""
+    labels = [[str(p.gpu_index), str(p.pid), container_label(p)] for p in processes]
     return [
-        _gauge(name, help_text, PROCESS_LABELS, (([str(p.gpu_index), str(p.pid)], read(p)) for p in processes))
+        _gauge(name, help_text, PROCESS_LABELS, ((label, read(p)) for label, p in zip(labels, processes)))
         for name, help_text, read in PROCESS_GAUGES
     ]
+
+
+def container_label(p: GpuProcess) -> str:
+    """The container or job the process runs in, in the dashboard's words (``docker a1b2c3d4e5f6``, ``slurm job
+    123``); empty, which Prometheus reads as no label, for none, a systemd unit or a cgroup of its own (a path
+    named by anyone, and a series per unit on every host)."""
+    container = p.host.container if p.host is not None else None
+    return container.label if container is not None and container.contained else ""
 
 
 def advice_families(advice: Sequence[Advice], per_process: bool = False) -> list[Metric]:

@@ -58,14 +58,29 @@ MIG_COLUMN = Column("mig", "MIG", 10)
 only while some GPU is in MIG mode."""
 
 
+CONTAINER_COLUMN = Column("container", "CONTAINER", 20, wide_only=True)
+"""The container, pod, Slurm job or systemd unit a process runs in (``docker a1b2c3d4e5f6``), shown before the
+command only while some process is in a container or a job, and only in a wide table."""
+
+
 def column_for(key: str) -> Column:
     """The column of a sort key (the first column for one that is not known)."""
-    return next((c for c in (*COLUMNS, MIG_COLUMN) if c.key == key), COLUMNS[0])
+    return next((c for c in (*COLUMNS, MIG_COLUMN, CONTAINER_COLUMN) if c.key == key), COLUMNS[0])
 
 
 def any_mig(snap: Snapshot) -> bool:
     """Whether some GPU of the snapshot is in MIG mode: the table then has a MIG column."""
     return any(g.mig_mode == MIG_ENABLED for g in snap.gpus)
+
+
+def any_container(snap: Snapshot) -> bool:
+    """Whether some watched process runs in a container or a batch job: the wide table then has a CONTAINER
+    column (a systemd unit alone does not make one: every process on a systemd host is in some unit)."""
+    return any(h.container is not None and h.container.contained for h in snap.host_processes)
+
+
+def container_label(host: HostProcess) -> str | None:
+    return None if host.container is None else host.container.label
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,8 @@ class ProcessRow:
     unavailable: Mapping[str, str] = field(default_factory=lambda: frozen_reasons(None))
     mig: str | None = None
     """The MIG instance it runs on (``3g.40gb#1``), several joined by commas in the tree view; None off MIG."""
+    container: str | None = None
+    """The container, pod, job or unit it runs in, as ``Container.label`` words it; None in none."""
 
     @property
     def is_worker(self) -> bool:
@@ -187,6 +204,7 @@ _SORT_VALUES: dict[str, Callable[[ProcessRow], Any]] = {
     "elapsed": lambda r: r.elapsed_s,
     "command": lambda r: r.command,
     "mig": lambda r: r.mig,
+    "container": lambda r: r.container,
 }
 
 
@@ -226,6 +244,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         start_time=host.start_time,
         unavailable=frozen_reasons({**p.unavailable, **host.unavailable}),
         mig=mig_label(snap, p),
+        container=container_label(host),
     )
 
 
@@ -261,6 +280,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         start_time=host.start_time,
         unavailable=frozen_reasons(reasons),
         mig=",".join(labels) or None,
+        container=container_label(host),
     )
 
 
@@ -336,7 +356,8 @@ def _matches(row: ProcessRow, options: ViewOptions) -> bool:
     if options.mine_only and (row.user is None or row.user != options.user):
         return False
     if options.filter_text:
-        haystack = " ".join(str(v) for v in (row.pid, row.user, row.name, row.command) if v is not None).lower()
+        words = (row.pid, row.user, row.name, row.command, row.container)
+        haystack = " ".join(str(v) for v in words if v is not None).lower()
         if options.filter_text.lower() not in haystack:
             return False
     return True

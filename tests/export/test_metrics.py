@@ -15,6 +15,7 @@ from gputop.model import (
     PROBE_OK,
     THROTTLE_REASONS,
     UNSUPPORTED,
+    Container,
     CudaMemory,
     DriverInfo,
     Gpu,
@@ -244,15 +245,35 @@ def test_no_process_series_by_default():
     assert "4242" not in exposition(snapshot())
 
 
-def test_per_process_series_are_labelled_by_gpu_and_pid_only():
+def test_per_process_series_are_labelled_by_gpu_pid_and_container_only():
     samples = scrape(snapshot(), per_process=True)
 
     process_samples = [s for s in samples if s.name.startswith("gputop_process_")]
-    assert {frozenset(s.labels) for s in process_samples} == {frozenset({"gpu", "pid"})}
+    assert {frozenset(s.labels) for s in process_samples} == {frozenset({"gpu", "pid", "container"})}
     assert value(samples, "gputop_process_gpu_memory_bytes", gpu="0", pid="4242") == 6 * GIB
     assert value(samples, "gputop_process_sm_ratio", pid="4242") == 0.5
     assert value(samples, "gputop_process_memory_busy_ratio", pid="4242") == 0.2
     assert value(samples, "gputop_process_start_time_seconds", pid="4242") == 1_700_000_000
+
+
+def in_container(container: Container) -> Snapshot:
+    assert PROCESS.host is not None
+    return snapshot(processes=(replace(PROCESS, host=replace(PROCESS.host, container=container)),))
+
+
+def test_a_process_in_a_container_carries_it_as_a_label_per_process():
+    docker = Container("docker", "/docker/" + "ab" * 32, id="ab" * 32)
+    samples = scrape(in_container(docker), per_process=True)
+
+    assert value(samples, "gputop_process_gpu_memory_bytes", pid="4242", container="docker abababababab") == 6 * GIB
+    assert "abababababab" not in exposition(in_container(docker))
+
+
+def test_a_process_in_no_container_or_only_a_systemd_unit_has_an_empty_container_label():
+    for snap in (snapshot(), in_container(Container("systemd", "/system.slice/ada.service", name="ada.service"))):
+        samples = scrape(snap, per_process=True)
+        assert value(samples, "gputop_process_gpu_memory_bytes", pid="4242", container="") == 6 * GIB
+        assert "ada.service" not in exposition(snap, per_process=True)
 
 
 def test_no_command_line_user_or_process_name_even_per_process():

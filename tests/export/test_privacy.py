@@ -69,5 +69,6 @@ def test_per_process_series_carry_gpu_and_pid_but_no_command_line(driver, export
     samples = running.wait_for(lambda s: value(s, "gputop_process_gpu_memory_bytes", pid=pid))
 
     assert value(samples, "gputop_process_gpu_memory_bytes", gpu="0", pid=pid) == 6 * GIB
-    assert {frozenset(s.labels) for s in samples if s.name.startswith("gputop_process_")} == {frozenset({"gpu", "pid"})}
+    labels = {frozenset(s.labels) for s in samples if s.name.startswith("gputop_process_")}
+    assert labels == {frozenset({"gpu", "pid", "container"})}
     assert_no_secrets(running.scrape(), secret_process.pid)

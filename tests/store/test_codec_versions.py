@@ -203,8 +203,8 @@ def test_a_format_1_process_the_namespace_cannot_see_keeps_none_with_its_reasons
 
 def older_keys(document: dict[str, Any]) -> dict[str, Any]:
     """The document less the keys schema 1 gained after format 1, after checking they hold nothing: the GPU keys
-    read on the slow cadence (each null, its reason ``not recorded``) and the MIG keys. Every key the older gputop
-    wrote must be there unchanged."""
+    read on the slow cadence and each process's container (each null, its reason ``not recorded``) and the MIG
+    keys. Every key the older gputop wrote must be there unchanged."""
     for gpu in document["gpus"]:
         for key in ADDED_LATER[Gpu]:
             assert gpu.pop(key) is None
@@ -212,6 +212,8 @@ def older_keys(document: dict[str, Any]) -> dict[str, Any]:
         assert (gpu.pop("mig_mode"), gpu.pop("mig_pending_mode"), gpu.pop("mig")) == (None, None, [])
     for row in document["processes"]:
         assert (row.pop("mig_index"), row.pop("gpu_instance_id"), row.pop("compute_instance_id")) == (None,) * 3
+        assert row.pop("container") is None
+        assert row["unavailable"].pop("container") == V1_NOT_RECORDED
     return document
 
 
@@ -262,6 +264,7 @@ def test_a_format_1_worker_without_its_host_process_says_what_was_not_recorded()
                     "command": V1_NOT_RECORDED,
                     "start_time": V1_NOT_RECORDED,
                     "num_threads": V1_NOT_RECORDED,
+                    "container": V1_NOT_RECORDED,
                     "cpu_percent": MEASURING,
                 }
             ),

@@ -14,7 +14,15 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from gputop.model import Snapshot
-from gputop.ui.process_rows import COLUMNS, ViewOptions, any_mig, build_rows, column_for, focus_gpus
+from gputop.ui.process_rows import (
+    COLUMNS,
+    ViewOptions,
+    any_container,
+    any_mig,
+    build_rows,
+    column_for,
+    focus_gpus,
+)
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.signals import confirm_and_signal
@@ -170,7 +178,7 @@ class DashboardScreen(Screen[None]):
             return
         rows = build_rows(snap, self.options)
         table = self.query_one(ProcessTable)
-        table.show(rows, any_mig(snap))
+        table.show(rows, any_mig(snap), any_container(snap))
         column = column_for(self.options.sort_key)
         table.sort = (column.key, column.descending != self.options.reverse)
         set_border_title(table, options_summary(self.options, len(rows)))  # holds the filter's text

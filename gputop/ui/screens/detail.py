@@ -15,7 +15,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 
 from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
-from gputop.model import Snapshot
+from gputop.model import HostProcess, Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
 from gputop.ui.signals import confirm_and_signal
@@ -66,7 +66,10 @@ def detail_lines(
         started.append(f"{stamp}  ({fmt_duration(snap.time - host.start_time)} ago)")
     command = Text("Command  ", style=p.label)
     command.append(host.command or f"({host.unavailable.get('command', NA)})")
-    lines: list[RenderableType] = [title, started, command, Text()]
+    lines: list[RenderableType] = [title, started, command]
+    if host.container is not None or "container" in host.unavailable:
+        lines.append(_container_line(host, p))
+    lines.append(Text())
 
     gpus = Text("GPUs     ", style=p.label)
     if gpu_side:
@@ -108,6 +111,20 @@ def detail_lines(
     if not family:
         lines.append(Text("  none", style=p.dim))
     return lines
+
+
+def _container_line(host: HostProcess, p: Palette) -> Text:
+    """Where the process runs: the container (its full id), pod, job or unit, and the cgroup path it was read from."""
+    line = Text("Runs in  ", style=p.label)
+    container = host.container
+    if container is None:
+        line.append(f"({host.unavailable.get('container', NA)})", style=p.dim)
+        return line
+    line.append(container.label if container.id is None else f"{container.runtime} {container.id}")
+    if container.pod_uid is not None:
+        line.append(f"  pod {container.pod_uid}")
+    line.append(f"  {container.path}", style=p.dim)
+    return line
 
 
 class ProcessDetail(CachedComponentStyles, Widget):

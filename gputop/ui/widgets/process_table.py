@@ -19,7 +19,7 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gputop.ui.process_rows import COLUMNS, MIG_COLUMN, WIDE_TABLE_MIN, Column, ProcessRow
+from gputop.ui.process_rows import COLUMNS, CONTAINER_COLUMN, MIG_COLUMN, WIDE_TABLE_MIN, Column, ProcessRow
 from gputop.ui.text.process_cells import Cell, fit_parts, row_cells
 from gputop.ui.widgets.drawing import CachedComponentStyles
 
@@ -103,6 +103,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self._cursor = 0
         self._width_cache: tuple[object, list[int]] = (None, [])
         self._mig = False
+        self._containers = False
 
     @property
     def row_count(self) -> int:
@@ -117,11 +118,12 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         """The plain text of each cell of row ``index``, as drawn (tests read the table through it)."""
         return ["".join(text for text, _ in cell) for cell in self._cells[index]]
 
-    def show(self, rows: list[ProcessRow], mig: bool = False) -> None:
+    def show(self, rows: list[ProcessRow], mig: bool = False, containers: bool = False) -> None:
         """Show ``rows`` in this order; only lines whose content changed are repainted. ``mig`` adds the MIG
-        column (some GPU is in MIG mode)."""
+        column (some GPU is in MIG mode), ``containers`` the CONTAINER column in a wide table (some process runs
+        in a container or a batch job)."""
         selected = self.selected
-        self._mig = mig
+        self._mig, self._containers = mig, containers
         self._ensure_columns()
         old_rows, old_cells = self._rows, self._cells
         self._rows = rows
@@ -169,6 +171,8 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         columns = tuple(c for c in COLUMNS if wide or not c.wide_only)
         if self._mig:
             columns = (columns[0], MIG_COLUMN, *columns[1:])
+        if self._containers and wide:
+            columns = (*columns[:-1], CONTAINER_COLUMN, columns[-1])
         if columns != self._columns:
             self._columns = columns
             self._cells = [row_cells(row, columns) for row in self._rows]
