@@ -22,7 +22,13 @@ from gputop.model import (
     CGROUP_PATH_CHARS,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
+    EVIDENCE_PROBE,
+    EVIDENCE_TORCH_THREADS,
+    EVIDENCE_WORKERS,
     GPM_PROFILE_FIELDS,
+    PROBE_OK,
+    PROBE_STALE,
+    TORCH_MAIN_THREAD,
     Container,
     Gpu,
     HostProcess,
@@ -292,6 +298,26 @@ def _upgraded(plain: object) -> object:
     return plain
 
 
+def _with_evidence(plain: object) -> object:
+    """Training views recorded before they said why they are training views get the evidence their recorded
+    values show (a probe report, DataLoader workers, torch's ``pt_main_thread`` name), so that the advisor judges
+    an old recording as it did when it was made."""
+    views = plain.get("training") if type(plain) is dict else None
+    for view in views if type(views) is list else ():
+        if type(view) is not dict or "evidence" in view:
+            continue
+        probe = view.get("probe")
+        evidence = []
+        if type(probe) is dict and probe.get("status") in (PROBE_OK, PROBE_STALE):
+            evidence.append(EVIDENCE_PROBE)
+        if view.get("workers") or view.get("workers_replaced"):
+            evidence.append(EVIDENCE_WORKERS)
+        if view.get("name") == TORCH_MAIN_THREAD:
+            evidence.append(EVIDENCE_TORCH_THREADS)
+        view["evidence"] = evidence
+    return plain
+
+
 def _v1_process(row: object, hosts: Mapping[object, dict[str, object]]) -> object:
     """A version-1 process row as version 2: its host fields, and their reasons, moved into ``host``. Its parent
     and thread count, which the row never carried, come from the snapshot's ``host_processes`` when it has the
@@ -386,7 +412,7 @@ def snapshot_from_json(text: str | bytes) -> Snapshot:
         plain = json.loads(text)
     except RecursionError:  # json.loads recurses once per level of nesting; a snapshot has a few
         raise ValueError("nested too deeply: not a snapshot") from None
-    snap = _decoder(Snapshot)(_upgraded(plain))
+    snap = _decoder(Snapshot)(_with_evidence(_upgraded(plain)))
     if not isinstance(snap, Snapshot):
         raise ValueError("not a snapshot")
     return snap

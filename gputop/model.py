@@ -677,6 +677,8 @@ EVIDENCE_PROBE: Final = "probe report"
 EVIDENCE_WORKERS: Final = "DataLoader workers"
 EVIDENCE_RANK: Final = "launcher rank"
 EVIDENCE_TORCH_THREADS: Final = "torch threads"
+TORCH_MAIN_THREAD: Final = "pt_main_thread"
+"""The name torch gives the main thread of a process that starts DataLoader workers (and so the process's name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -766,7 +768,8 @@ FAILED: Final = "failed"
 
 @dataclass(frozen=True, slots=True)
 class Advice:
-    """One finding of the advisor about one training process: what is wrong, the numbers behind it, the change.
+    """One finding of the advisor about a training process (or a job, or a GPU): what is wrong, the numbers behind
+    it, the change.
 
     ``id`` names the rule (``data-starved``, ...: docs/advisor.md). ``title`` is one short line; ``detail`` gives
     the measurements in words; ``action`` says what to change and why. ``evidence`` holds the same measurements as
@@ -787,6 +790,16 @@ class Advice:
     source: AdviceSource = SOURCE_EXTERNAL
     evidence: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
     suggest: Mapping[str, float | int | str | bool] = field(default_factory=lambda: _EMPTY)
+    job: str | None = None
+    """The job (``gputop.jobs``) a finding about a job, or merged over its ranks, belongs to."""
+    pids: tuple[int, ...] = ()
+    """Every process the finding holds for, ``pid`` first, when there are several: the ranks of a job for a
+    finding that holds on each, the processes on one GPU for a GPU's finding. Empty: ``pid`` alone."""
+
+    @property
+    def concerns(self) -> tuple[int, ...]:
+        """The processes the finding is about: ``pids``, or ``pid`` alone."""
+        return self.pids or (self.pid,)
 
     @property
     def severity_rank(self) -> int:

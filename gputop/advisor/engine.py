@@ -5,18 +5,28 @@ A finding is raised once its rule's condition has held for ``FIRE_SHARE`` of a w
 weighted by time, each evaluation standing for the interval since the one before, so irregular ticks (a replay,
 a slow sampler) count for what they cover. All times come from the snapshots, so replaying a recording gives the
 findings the live run gave.
+
+Training rules judge only processes with training evidence; a plain holder of GPU memory gets the GPU rules
+alone (``Rule.gpu``), and a GPU's finding is given once for the GPU, listing its processes. The job rules
+(``JOB_RULES``) judge each job of several ranks as a whole; a process's finding that holds on every rank of its
+job is given once for the job, listing the ranks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.rules import RULES, Finding, Rule
+from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule, Rule
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, sample_of
+from gputop.jobs import Job, find_jobs
 from gputop.model import Advice, Snapshot, TrainingView, job_views
+
+StateKey = tuple[int | str, str]
+"""``(PID, rule id)`` for a process's rule, ``(job id, rule id)`` for a job rule."""
 
 
 @dataclass
@@ -43,7 +53,9 @@ class _RuleState:
         return held_s / hold_s if hold_s > 0 else float(held)
 
 
-def advice_of(rule: Rule, finding: Finding, pid: int, since: float) -> Advice:
+def advice_of(
+    rule: Rule | JobRule, finding: Finding, pid: int, since: float, job: str | None = None, pids: tuple[int, ...] = ()
+) -> Advice:
     return Advice(
         id=rule.id,
         severity=finding.severity,
@@ -55,6 +67,8 @@ def advice_of(rule: Rule, finding: Finding, pid: int, since: float) -> Advice:
         source=finding.source,
         evidence=dict(finding.evidence),
         suggest=dict(finding.suggest),
+        job=job,
+        pids=pids if len(pids) > 1 else (),
     )
 
 
@@ -75,10 +89,15 @@ class Advisor:
         self.pid = pid
         self.config = config or AdvisorConfig()
         self.rules: tuple[Rule, ...] = RULES
+        self.job_rules: tuple[JobRule, ...] = JOB_RULES
         self.active: tuple[Advice, ...] = ()
         self._samples: dict[int, deque[JobSample]] = {}
-        self._states: dict[tuple[int, str], _RuleState] = {}
-        self._raised: dict[tuple[int, str], Advice] = {}
+        self._states: dict[StateKey, _RuleState] = {}
+        self._raised: dict[StateKey, Advice] = {}
+        self._jobs: dict[str, Job] = {}
+        """The jobs of several ranks seen, by id: the last members of each, to merge their findings by."""
+        self._gpus: dict[int, tuple[int, ...]] = {}
+        """The GPUs each process was last seen on, to give a GPU's finding once."""
 
     def update(self, snap: Snapshot) -> tuple[Advice, ...]:
         """Take one snapshot into account; returns the findings active after it, most urgent first."""
@@ -89,18 +108,37 @@ class Advisor:
             while samples[0].time < snap.time - self.config.history_s:
                 samples.popleft()
             window = JobWindow(tuple(samples))
+            self._gpus[view.pid] = tuple(g.index for g in window.latest.gpus)
             for rule in self.rules:
-                self._evaluate(rule, window)
+                if rule.gpu or view.trains:
+                    self._evaluate(rule, window)
         alive = {view.pid for view, _ in watched}
+        jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
+        for job in jobs:
+            self._jobs[job.id] = job
+            windows = {pid: JobWindow(tuple(self._samples[pid])) for pid in job.pids}
+            for job_rule in self.job_rules:
+                self._evaluate_job(job_rule, job, windows, snap.time)
+        ended = {job_id for job_id in self._jobs if job_id not in {j.id for j in jobs}}
         for pid in set(self._samples) - alive:  # the process ended: its findings end with it
             del self._samples[pid]
-            for key in [k for k in self._states if k[0] == pid]:
-                del self._states[key]
-            if self.pid is None:  # watching a whole machine for days: only a watched job's report keeps them
-                for key in [k for k in self._raised if k[0] == pid]:
-                    del self._raised[key]
-        self.active = by_urgency([s.advice for s in self._states.values() if s.advice is not None])
+            self._gpus.pop(pid, None)
+            self._forget(pid)
+        for job_id in ended:
+            self._forget(job_id)
+            if self.pid is None:
+                del self._jobs[job_id]
+        self.active = by_urgency(self._merged([s.advice for s in self._states.values() if s.advice is not None]))
         return self.active
+
+    def _forget(self, key: int | str) -> None:
+        """Drop the rule states of a process or job that ended, and, watching a whole machine for days, its
+        findings too: only a watched job's report keeps them."""
+        for state_key in [k for k in self._states if k[0] == key]:
+            del self._states[state_key]
+        if self.pid is None:
+            for state_key in [k for k in self._raised if k[0] == key]:
+                del self._raised[state_key]
 
     def raised(self) -> tuple[tuple[Advice, bool], ...]:
         """Every finding raised so far, in its latest form, with whether it is still active; active first.
@@ -108,14 +146,57 @@ class Advisor:
         Watching every process (no ``pid``), the findings of processes that ended are forgotten.
         """
         active = {(a.pid, a.id) for a in self.active}
-        ordered = by_urgency(list(self._raised.values()))
+        ordered = by_urgency(self._merged(list(self._raised.values())))
         return tuple(sorted(((a, (a.pid, a.id) in active) for a in ordered), key=lambda pair: not pair[1]))
+
+    def _merged(self, advice: list[Advice]) -> list[Advice]:
+        """A process's finding that holds on every rank of its job as one finding of the job, and a GPU rule's
+        findings on one GPU as one finding of the GPU; the rest as they are."""
+        gpu_rules = {rule.id for rule in self.rules if rule.gpu}
+        groups: dict[tuple[object, ...], list[Advice]] = {}
+        job_of = {pid: job for job in self._jobs.values() for pid in job.pids}
+        for a in advice:
+            if a.job is not None:
+                key: tuple[object, ...] = ("as is", a.pid, a.id, a.job)
+            elif a.id in gpu_rules and self._gpus.get(a.pid):
+                key = ("gpu", a.id, self._gpus[a.pid])
+            elif a.pid in job_of:
+                key = ("job", a.id, job_of[a.pid].id)
+            else:
+                key = ("as is", a.pid, a.id)
+            groups.setdefault(key, []).append(a)
+        out = []
+        for key, found in groups.items():
+            found.sort(key=lambda a: a.pid)
+            if key[0] == "gpu" and len(found) > 1:
+                out.append(dataclasses.replace(found[0], pids=tuple(a.pid for a in found)))
+            elif key[0] == "job" and len(found) > 1 and {a.pid for a in found} == set(job_of[found[0].pid].pids):
+                job = job_of[found[0].pid]
+                first = min(found, key=lambda a: job.pids.index(a.pid))
+                out.append(dataclasses.replace(first, job=job.id, pids=job.pids, since=min(a.since for a in found)))
+            else:
+                out.extend(found)
+        return out
 
     def _views(self, snap: Snapshot) -> list[tuple[TrainingView, int]]:
         """The training processes to judge, each with the number of ranks that share its host."""
         views = snap.training if self.pid is None else job_views(snap.training, self.pid)
         ranks = {rank: len(view.ranks) for view in views for rank in view.ranks}
         return [(view, ranks.get(view.pid, 1)) for view in views]
+
+    def _evaluate_job(self, rule: JobRule, job: Job, windows: dict[int, JobWindow], now: float) -> None:
+        state = self._states.setdefault((job.id, rule.id), _RuleState())
+        found: JobFinding | None = rule.check(job, windows, self.config)
+        share = state.record(now, found is not None, rule.hold_s(self.config))
+        if state.advice is None:
+            if found is not None and share is not None and share >= th.FIRE_SHARE:
+                state.advice = advice_of(rule, found.finding, found.pid, now, job.id, found.pids)
+        elif share is not None and share <= th.CLEAR_SHARE:
+            state.advice = None
+        elif found is not None:
+            state.advice = advice_of(rule, found.finding, found.pid, state.advice.since, job.id, found.pids)
+        if state.advice is not None:
+            self._raised[(job.id, rule.id)] = state.advice
 
     def _evaluate(self, rule: Rule, window: JobWindow) -> None:
         pid, now = window.latest.pid, window.latest.time

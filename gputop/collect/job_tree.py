@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gputop.model import HostProcess
+from gputop.model import TORCH_MAIN_THREAD, HostProcess
 
 WORKER_NAME = "pt_data_worker"
-MAIN_THREAD_NAME = "pt_main_thread"
+MAIN_THREAD_NAME = TORCH_MAIN_THREAD
 AGENT_NAME = "pt_elastic"
 FORKSERVER_MARK = "multiprocessing.forkserver"
 SPAWN_MARK = "multiprocessing.spawn"

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from gputop.advisor.window import JobSample, JobWindow, current_loader
 from gputop.model import (
     DRIVER_OK,
+    EVIDENCE_TORCH_THREADS,
     PIN_OFF,
     PROBE_NONE,
     PROBE_OK,
     CudaMemory,
     DriverInfo,
+    Evidence,
     Gpu,
     GpuProcess,
     HostInfo,
@@ -116,7 +118,10 @@ def view(
     workers_replaced: int = 0,
     usable: int | None = None,
     pid: int = PID,
+    evidence: tuple[Evidence, ...] = (EVIDENCE_TORCH_THREADS,),
 ) -> TrainingView:
+    """A training process as the collector sees it; ``evidence`` says why it is one (torch named its threads,
+    unless told otherwise: empty makes a plain GPU process)."""
     probe = ProbeReport(PROBE_OK, loaders=(load,) if load else (), cuda=cuda) if load or cuda else ProbeReport()
     cpu = [w.host.cpu_percent for w in worker_list if w.host.cpu_percent is not None]
     return TrainingView(
@@ -133,6 +138,7 @@ def view(
             activity=None if main_busy is None else "running" if main_busy > 0.75 else "waiting",
         ),
         probe=probe if load or cuda else ProbeReport(PROBE_NONE),
+        evidence=evidence,
     )
 
 

@@ -12,6 +12,8 @@ from dataclasses import replace
 
 from gputop.model import (
     COMPUTE,
+    EVIDENCE_PROBE,
+    EVIDENCE_WORKERS,
     INFO,
     PIN_OFF,
     PIN_ON,
@@ -210,6 +212,7 @@ def starved_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
             optimizers=("AdamW",),
             tensors_age_s=2.1,
         ),
+        evidence=(EVIDENCE_PROBE, EVIDENCE_WORKERS),
     )
     busy = round(44 + 8 * math.sin(t / 9))
     return _job(t, busy, view, int(25.1 * GIB))
@@ -237,6 +240,7 @@ def fed_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
             tensors_age_s=3.4,
             pinned_host=PinnedHostMemory(allocated_bytes=int(1.6 * GIB), allocated_peak_bytes=int(1.9 * GIB)),
         ),
+        evidence=(EVIDENCE_PROBE, EVIDENCE_WORKERS),
     )
     return _job(t, 96.0, view, int(67.3 * GIB))
 

@@ -4,13 +4,15 @@ finding, or None while its condition does not hold.
 A rule judges the statistics of the last window (medians, shares, fitted trends) and says what to change, with
 the measured numbers; when its finding is raised and cleared is the engine's business (``engine.py``). The
 thresholds are in ``thresholds.py``, the computed values in ``suggest.py``; docs/advisor.md describes each rule.
-The rules live by subject: ``pipeline``, ``workers``, ``memory``, ``leaks`` and ``gpu``.
+The rules live by subject: ``pipeline``, ``workers``, ``memory``, ``leaks`` and ``gpu``; ``jobs`` holds the rules on
+a job of several ranks as a whole.
 """
 
 from __future__ import annotations
 
 from gputop.advisor.rules.base import Finding, Rule
 from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, launch_bound, tensor_cores_idle, throttling
+from gputop.advisor.rules.jobs import JobFinding, JobRule, node_cpu_oversubscribed, rank_imbalance, straggler
 from gputop.advisor.rules.leaks import empty_cache_in_loop, memory_leak
 from gputop.advisor.rules.memory import batch_too_small, fragmentation, memory_near_full
 from gputop.advisor.rules.pipeline import data_starved, loader_in_main_process, persistent_workers_off, pin_memory_off
@@ -30,17 +32,26 @@ RULES: tuple[Rule, ...] = (
     Rule("cpu-bound-loop", cpu_bound_loop),
     Rule("launch-bound", launch_bound),
     Rule("tensor-cores-idle", tensor_cores_idle),
-    Rule("gpu-idle", gpu_idle, idle=True),
-    Rule("throttling", throttling),
+    Rule("gpu-idle", gpu_idle, idle=True, gpu=True),
+    Rule("throttling", throttling, gpu=True),
     Rule("worker-memory-growth", worker_memory_growth),
     Rule("cuda-in-worker", cuda_in_worker),
 )
-RULE_IDS = tuple(rule.id for rule in RULES)
+JOB_RULES: tuple[JobRule, ...] = (
+    JobRule("straggler", straggler),
+    JobRule("rank-imbalance", rank_imbalance),
+    JobRule("node-cpu-oversubscribed", node_cpu_oversubscribed),
+)
+"""Rules on a job of several ranks as a whole (``jobs.py``)."""
+RULE_IDS = tuple(rule.id for rule in RULES) + tuple(rule.id for rule in JOB_RULES)
 
 __all__ = [
+    "JOB_RULES",
     "RULES",
     "RULE_IDS",
     "Finding",
+    "JobFinding",
+    "JobRule",
     "Rule",
     "batch_too_small",
     "cpu_bound_loop",
@@ -53,8 +64,11 @@ __all__ = [
     "loader_in_main_process",
     "memory_leak",
     "memory_near_full",
+    "node_cpu_oversubscribed",
     "persistent_workers_off",
     "pin_memory_off",
+    "rank_imbalance",
+    "straggler",
     "tensor_cores_idle",
     "throttling",
     "too_many_workers",

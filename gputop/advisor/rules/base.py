@@ -28,11 +28,14 @@ Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window."""
+    """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window. A ``gpu``
+    rule is about the GPU a process holds (idle, throttled): it applies to every GPU process, and its findings
+    are given once per GPU; the other rules need training evidence (``TrainingView.evidence``)."""
 
     id: str
     check: Check
     idle: bool = False
+    gpu: bool = False
 
     def hold_s(self, config: AdvisorConfig) -> float:
         return config.gpu_idle_s if self.idle else config.window_s

@@ -37,7 +37,8 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         "workers_uss_bytes": None if memory is None else int(memory),
     }
     oversubscribed = (
-        workers > cores
+        latest.local_ranks == 1  # ranks sharing a node: node-cpu-oversubscribed counts all their workers
+        and workers > cores
         and activity.busy_share >= th.WORKER_BUSY_SHARE
         and host_cpu is not None
         and host_cpu >= th.HOST_CPU_SATURATED_PERCENT

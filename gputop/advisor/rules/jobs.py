@@ -1,0 +1,252 @@
+"""Rules on a whole job of several ranks: the rank that holds the others back, ranks that wait for data unevenly,
+and a node whose ranks together start more DataLoader workers than it has cores.
+
+Each takes the job (``gputop.jobs``) and the window of each of its ranks, and names the rank (or node) it is
+about. In synchronous data-parallel training every rank takes the same time per step: the ranks that finish
+their own work first wait for the last one inside the gradients' all-reduce. From outside that wait shows as the
+main thread off the CPU while the loop is not waiting for data; what a rank spends on its own work per step is
+the step less that wait.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gputop.advisor import thresholds as th
+from gputop.advisor.rules.base import Finding, pct, recent_window
+from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.jobs import Job, JobRank
+from gputop.model import INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class JobFinding:
+    """A job rule's finding: ``pid`` is the rank it names (the straggler) or the job's first rank; ``pids`` the
+    ranks it concerns."""
+
+    finding: Finding
+    pid: int
+    pids: tuple[int, ...]
+
+
+JobCheck = Callable[[Job, Mapping[int, JobWindow], AdvisorConfig], "JobFinding | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRule:
+    """A job rule's stable id and its check; it holds for a window like a process's rule."""
+
+    id: str
+    check: JobCheck
+
+    def hold_s(self, config: AdvisorConfig) -> float:
+        return config.window_s
+
+
+@dataclass(frozen=True, slots=True)
+class RankStats:
+    """One rank over the last window: medians of what the rules compare."""
+
+    rank: JobRank
+    window: JobWindow
+    steps_per_s: float | None
+    data_wait: float | None
+    main_busy: float | None
+
+    @property
+    def others_wait(self) -> float | None:
+        """The share of a step the main thread is off the CPU outside the data wait: waiting for other ranks."""
+        if self.main_busy is None:
+            return None
+        return max(0.0, 1.0 - self.main_busy - (self.data_wait or 0.0))
+
+    @property
+    def own_s(self) -> float | None:
+        """Seconds per step of the rank's own work: the step less the wait for the other ranks."""
+        wait = self.others_wait
+        if not self.steps_per_s or wait is None:
+            return None
+        return (1.0 - wait) / self.steps_per_s
+
+
+def rank_stats(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> list[RankStats]:
+    """Each rank with a whole recent window, in the job's order."""
+    found = []
+    for rank in job.ranks:
+        window = windows.get(rank.pid)
+        recent = recent_window(window, config) if window is not None else None
+        if recent is None:
+            continue
+        found.append(
+            RankStats(
+                rank,
+                recent,
+                recent.loader_median("steps_per_s"),
+                recent.loader_median("data_wait_share"),
+                recent.median(lambda s: s.view.main_thread.busy_share),
+            )
+        )
+    return found
+
+
+def rank_name(rank: JobRank) -> str:
+    """``rank 3 (PID 4104 on gpu-node-2)``."""
+    where = f"PID {rank.pid}" + (f" on {rank.host}" if rank.host else "")
+    return f"rank {'?' if rank.rank is None else rank.rank} ({where})"
+
+
+def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
+    """One rank's own work per step is well above the others' median while they wait for it."""
+    stats = [s for s in rank_stats(job, windows, config) if s.own_s is not None]
+    if len(stats) < 2:
+        return None
+    slowest = max(stats, key=lambda s: s.own_s or 0.0)
+    others = [s for s in stats if s is not slowest]
+    own = statistics.median(s.own_s or 0.0 for s in others)
+    waiting = statistics.median(s.others_wait or 0.0 for s in others)
+    if not own or (slowest.own_s or 0.0) < own * (1 + th.STRAGGLER_SLOWER) or waiting < th.STRAGGLER_OTHERS_WAIT:
+        return None
+    slower = (slowest.own_s or 0.0) / own - 1
+    name = rank_name(slowest.rank)
+    gpus = slowest.window.latest.gpus
+    if gpus:
+        name = name[:-1] + f", GPU {', '.join(str(g.index) for g in gpus)})"
+    differences = _differences(slowest, others)
+    return JobFinding(
+        Finding(
+            severity=WARNING,
+            title=f"Straggler: {name.split(' (')[0]} holds the other {len(others)} back",
+            detail=f"{name} spends {(slowest.own_s or 0) * 1000:.0f} ms of each step on its own work, {pct(slower)} "
+            f"more than the others' median of {own * 1000:.0f} ms; the others wait for it {pct(waiting)} of "
+            "each step",
+            action=(
+                f"Look at {name}: "
+                + ("; ".join(differences) if differences else "it differs from the others in nothing gputop sees")
+                + ". The whole job runs at its pace: every step ends with the other ranks waiting for it in the "
+                "gradients' all-reduce."
+            ),
+            source=SOURCE_BOTH,
+            evidence={
+                "rank": slowest.rank.rank,
+                "pid": slowest.rank.pid,
+                "host": slowest.rank.host,
+                "own_step_s": round(slowest.own_s or 0.0, 4),
+                "others_own_step_s": round(own, 4),
+                "others_wait_share": round(waiting, 3),
+                "ranks": len(stats),
+            },
+        ),
+        slowest.rank.pid,
+        job.pids,
+    )
+
+
+def _differences(rank: RankStats, others: Sequence[RankStats]) -> list[str]:
+    """What sets the straggler apart from the others, in words: data wait, CPU, its GPU, its batch."""
+    found = []
+    waits = [s.data_wait for s in others if s.data_wait is not None]
+    if rank.data_wait is not None and waits and rank.data_wait - statistics.median(waits) >= th.DATA_WAIT_INFO:
+        found.append(f"it waits for data {pct(rank.data_wait)} of its step, the others {pct(statistics.median(waits))}")
+    busy = [s.main_busy for s in others if s.main_busy is not None]
+    if rank.main_busy is not None and busy:
+        others_busy = pct(statistics.median(busy))
+        found.append(f"its main thread is on the CPU {pct(rank.main_busy)} of the time, the others' {others_busy}")
+    latest = rank.window.latest
+    for gpu in latest.gpus:
+        reasons = [r for r in gpu.throttle_reasons or () if r != "gpu_idle"]
+        if reasons:
+            found.append(f"GPU {gpu.index} is throttled ({', '.join(reasons)})")
+    names = {g.name for s in others for g in s.window.latest.gpus}
+    own_names = {g.name for g in latest.gpus}
+    if names and own_names and not own_names <= names:
+        mine, theirs = (", ".join(sorted(n or "?" for n in group)) for group in (own_names, names))
+        found.append(f"its GPU is a {mine}, the others' {theirs}")
+    batches = {b for s in others if (b := s.window.latest.batch_size) is not None}
+    if latest.batch_size is not None and batches and latest.batch_size not in batches:
+        found.append(f"its batch_size is {latest.batch_size}, the others' {', '.join(map(str, sorted(batches)))}")
+    return found
+
+
+def rank_imbalance(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
+    """The ranks wait for data unevenly: one shard, disk or node feeds its rank more slowly than the rest."""
+    stats = [s for s in rank_stats(job, windows, config) if s.data_wait is not None]
+    if len(stats) < 2:
+        return None
+    waits = [s.data_wait or 0.0 for s in stats]
+    middle = statistics.median(waits)
+    spread = max(waits) - min(waits)
+    if spread < th.IMBALANCE_SPREAD or max(waits) < th.IMBALANCE_RATIO * max(middle, th.DATA_WAIT_NONE):
+        return None
+    slow = [s for s in stats if (s.data_wait or 0.0) >= middle + spread / 2]
+    named = ", ".join(f"{rank_name(s.rank)} {pct(s.data_wait)}" for s in slow)
+    return JobFinding(
+        Finding(
+            severity=WARNING if max(waits) >= th.DATA_WAIT_WARNING else INFO,
+            title=f"Ranks wait for data unevenly: {pct(min(waits))} to {pct(max(waits))} of each step",
+            detail=f"data wait per step: {named}; the job's median is {pct(middle)}",
+            action=(
+                "Every rank waits for the slowest to feed its batch. Check what differs for "
+                + ("that rank" if len(slow) == 1 else "those ranks")
+                + ": an uneven shard (DistributedSampler with drop_last, sample sizes that vary), a slower disk or "
+                "network mount on its node, fewer CPU cores or workers there. Give its DataLoader more workers, "
+                "or move its data to local storage."
+            ),
+            source=SOURCE_BOTH,
+            evidence={
+                "data_wait_min": round(min(waits), 3),
+                "data_wait_max": round(max(waits), 3),
+                "data_wait_median": round(middle, 3),
+                "slow_ranks": tuple(s.rank.rank for s in slow),
+            },
+        ),
+        slow[0].rank.pid,
+        tuple(s.rank.pid for s in slow),
+    )
+
+
+def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
+    """The ranks of one node and their DataLoader workers are more processes than the node has cores, and its
+    CPUs are busy: the suggested ``num_workers`` shares the cores among every rank on the node."""
+    stats = rank_stats(job, windows, config)
+    nodes: dict[str | None, list[RankStats]] = {}
+    for s in stats:
+        nodes.setdefault(s.rank.host, []).append(s)
+    for host, ranks in nodes.items():
+        if len(ranks) < 2:
+            continue
+        latest = ranks[0].window.latest
+        cores = latest.host.usable_cpu_count or latest.host.cpu_count
+        workers = sum(s.window.latest.num_workers or 0 for s in ranks)
+        cpu = [v for s in ranks if (v := s.window.median(lambda x: x.host.cpu_percent)) is not None]
+        busy = statistics.median(cpu) if cpu else None
+        if not cores or workers + len(ranks) <= cores or busy is None or busy < th.NODE_CPU_BUSY_PERCENT:
+            continue
+        per_rank = max(0, cores // len(ranks) - 1)
+        where = f" on {host}" if host else ""
+        return JobFinding(
+            Finding(
+                severity=WARNING,
+                title=f"{len(ranks)} ranks and {workers} DataLoader workers share {cores} cores{where}",
+                detail=f"{len(ranks)} ranks{where} start {workers} workers in all, {workers + len(ranks)} processes "
+                f"for {cores} usable cores; the node's CPUs are {busy:.0f}% busy",
+                action=(
+                    f"Set num_workers={per_rank} on every rank: {cores} cores ÷ {len(ranks)} ranks on the node, "
+                    "less one core each for the rank's own main process. Workers beyond the cores only take "
+                    "turns on them and take CPU from the ranks, which then launch their work late."
+                ),
+                source=SOURCE_EXTERNAL,
+                evidence={
+                    "host": host,
+                    "ranks": len(ranks),
+                    "workers": workers,
+                    "cores": cores,
+                    "host_cpu_percent": busy,
+                },
+                suggest={"num_workers": per_rank},
+            ),
+            ranks[0].rank.pid,
+            tuple(s.rank.pid for s in ranks),
+        )
+    return None

@@ -1,0 +1,131 @@
+"""Training jobs: the processes of one run grouped together, the unit the job view and the job rules reason about.
+
+A job is, in this order of precedence:
+
+- **torchrun**: ranks started by a launcher, grouped by the launcher's identity of the run (``TORCHELASTIC_RUN_ID``,
+  ``MASTER_ADDR``, ``MASTER_PORT`` from each rank's environment or probe report), so that the same job has the
+  same id on every host it runs on; ranks without readable variables join their ``pt_elastic`` agent's job;
+- **processes**: training processes that share a parent which is not one of them (``torch.multiprocessing.spawn``);
+- **single**: any other training process.
+
+Only processes with training evidence (``TrainingView.evidence``) make jobs: a plain holder of GPU memory is none.
+Pure: computed from a snapshot whenever needed, never stored, so replays and remote snapshots have jobs too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from gputop.model import ROLE_TORCHRUN_AGENT, Snapshot, TrainingView
+
+JobKind = Literal["torchrun", "processes", "single"]
+JOB_TORCHRUN: Final = "torchrun"
+JOB_PROCESSES: Final = "processes"
+JOB_SINGLE: Final = "single"
+
+
+@dataclass(frozen=True, slots=True)
+class JobRank:
+    """One process of a job: its view, its rank (None for a job without a launcher) and the host it runs on
+    (None on the local machine)."""
+
+    view: TrainingView
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.view.pid
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A training job: ``id`` is stable for its life (and the same on every host for a torchrun job)."""
+
+    id: str
+    kind: JobKind
+    ranks: tuple[JobRank, ...]
+    world_size: int | None = None
+    agent_pids: tuple[int, ...] = ()
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(r.pid for r in self.ranks)
+
+    @property
+    def hosts(self) -> tuple[str | None, ...]:
+        """The hosts the job runs on, in order of first appearance."""
+        return tuple(dict.fromkeys(r.host for r in self.ranks))
+
+    def rank_of(self, pid: int) -> JobRank | None:
+        return next((r for r in self.ranks if r.pid == pid), None)
+
+
+def short_id(*parts: object) -> str:
+    """An 8-hex-digit id from the parts that name a job."""
+    return hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:8]
+
+
+def find_jobs(snap: Snapshot, host: str | None = None) -> tuple[Job, ...]:
+    """The jobs of one snapshot; ``host`` names the machine it comes from (None: this one)."""
+    views = [v for v in snap.training if v.trains and v.role != ROLE_TORCHRUN_AGENT]
+    parent_view = {rank: v for v in snap.training for rank in v.ranks}
+    parents = {h.pid: h.ppid for h in snap.host_processes}
+    groups: dict[tuple[object, ...], list[TrainingView]] = {}
+    for view in views:
+        launch = view.launch
+        above = parent_view.get(view.pid)
+        if launch is not None and launch.distributed and (launch.run_id or launch.master_addr):
+            key: tuple[object, ...] = (JOB_TORCHRUN, launch.run_id, launch.master_addr, launch.master_port)
+        elif above is not None:
+            key = (JOB_TORCHRUN if above.role == ROLE_TORCHRUN_AGENT else JOB_PROCESSES, "below", host, above.pid)
+        else:
+            key = ("parent", host, parents.get(view.pid))
+        groups.setdefault(key, []).append(view)
+    jobs = []
+    for key, members in groups.items():
+        if key[0] == "parent" and (len(members) == 1 or key[2] is None):
+            jobs += [_single(v, host) for v in members]
+            continue
+        kind: JobKind = JOB_TORCHRUN if key[0] == JOB_TORCHRUN else JOB_PROCESSES
+        ranks = tuple(sorted((_rank(v, host) for v in members), key=_rank_order))
+        sizes = [v.launch.world_size for v in members if v.launch is not None and v.launch.world_size]
+        agent_pids = tuple(sorted({parent_view[v.pid].pid for v in members if v.pid in parent_view}))
+        jobs.append(Job(short_id(*key), kind, ranks, max(sizes) if sizes else None, agent_pids))
+    return tuple(sorted(jobs, key=lambda j: (j.kind != JOB_TORCHRUN, -len(j.ranks), j.pids)))
+
+
+def merge_jobs(per_host: Sequence[tuple[str, Sequence[Job]]]) -> tuple[Job, ...]:
+    """Jobs of several hosts, with the ranks of a job that runs on several of them (the same id) in one."""
+    merged: dict[str, Job] = {}
+    for _, jobs in per_host:
+        for job in jobs:
+            known = merged.get(job.id)
+            if known is None:
+                merged[job.id] = job
+                continue
+            ranks = tuple(sorted(known.ranks + job.ranks, key=_rank_order))
+            world = max(filter(None, (known.world_size, job.world_size)), default=None)
+            merged[job.id] = Job(job.id, known.kind, ranks, world, known.agent_pids + job.agent_pids)
+    return tuple(merged.values())
+
+
+def _single(view: TrainingView, host: str | None) -> Job:
+    return Job(short_id(JOB_SINGLE, host, view.pid), JOB_SINGLE, (_rank(view, host),))
+
+
+def _rank(view: TrainingView, host: str | None) -> JobRank:
+    launch = view.launch
+    rank = launch.rank if launch is not None else None
+    if rank is None:
+        rank = view.probe.rank
+    local = launch.local_rank if launch is not None else view.probe.local_rank
+    return JobRank(view, rank, local, host)
+
+
+def _rank_order(rank: JobRank) -> tuple[int, str, int]:
+    return (rank.rank if rank.rank is not None else 1 << 30, rank.host or "", rank.pid)

@@ -1,0 +1,183 @@
+"""The job rules with plain model values: each fires in the window it is about, naming the rank or node with the
+number it computes, and stays silent where the job is healthy; and the engine's grouping: training advice only
+for processes with training evidence, a GPU's finding once per GPU, a finding on every rank once per job."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gputop.advisor import Advisor, AdvisorConfig
+from gputop.advisor.rules import node_cpu_oversubscribed, rank_imbalance, straggler
+from gputop.jobs import JOB_TORCHRUN, Job, JobRank, find_jobs
+from gputop.model import Launch, Snapshot
+from tests.advisor.build import gpu, host, loader, row, sample, snapshot, view, window, workers
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
+CONFIG = AdvisorConfig(window_s=10.0)
+FIRST = 7000
+
+
+def job_of(*ranks: dict, cores: int = 8, host_cpu: float = 50.0, host_name: str | None = None):
+    """A torchrun job with one rank per dict (``wait``, ``busy``, ``steps``, ``workers``, ``batch``), and each
+    rank's window."""
+    members = []
+    windows = {}
+    for n, figures in enumerate(ranks):
+        pid = FIRST + n
+        training = view(
+            loader(
+                wait=figures.get("wait", 0.02),
+                steps=figures.get("steps", 5.0),
+                batch=figures.get("batch", 32),
+                workers=figures.get("workers", 2),
+            ),
+            workers(figures.get("workers", 2), first=9000 + 10 * n),
+            main_busy=figures.get("busy", 0.6),
+            pid=pid,
+        )
+        training = dataclasses.replace(training, launch=Launch(rank=n, local_rank=n, world_size=len(ranks)))
+        machine = host(cpu_percent=host_cpu, cores=cores)
+        gpus = (dataclasses.replace(gpu(), index=n),)
+        windows[pid] = window(lambda t, v=training, m=machine, g=gpus: sample(t, v, gpus=g, machine=m))
+        members.append(JobRank(training, n, n, host_name))
+    return Job("j0b", JOB_TORCHRUN, tuple(members), len(ranks)), windows
+
+
+# -- straggler ------------------------------------------------------------------------------------------------------
+
+
+def test_a_rank_whose_own_work_is_longer_while_the_others_wait_is_the_straggler():
+    # Every rank takes 200 ms a step (5 steps/s). Rank 2 computes 92% of it; the others 52% and wait for it.
+    job, windows = job_of({"busy": 0.5}, {"busy": 0.5}, {"busy": 0.9}, {"busy": 0.5}, host_name="node-b")
+
+    found = straggler(job, windows, CONFIG)
+
+    assert found.pid == FIRST + 2
+    assert found.finding.title == "Straggler: rank 2 holds the other 3 back"
+    assert found.finding.evidence["own_step_s"] == pytest.approx(0.184)
+    assert found.finding.evidence["others_own_step_s"] == pytest.approx(0.104)
+    assert "rank 2 (PID 7002 on node-b, GPU 2)" in found.finding.detail
+    assert "main thread is on the CPU 90% of the time, the others' 50%" in found.finding.action
+
+
+def test_the_straggler_names_its_different_batch_size():
+    job, windows = job_of({"busy": 0.5}, {"busy": 0.95, "batch": 48})
+    assert "its batch_size is 48, the others' 32" in straggler(job, windows, CONFIG).finding.action
+
+
+def test_no_straggler_in_a_balanced_job_or_when_nobody_waits():
+    assert straggler(*job_of({"busy": 0.6}, {"busy": 0.62}, {"busy": 0.58}), CONFIG) is None
+    # Rank 1 does more, but the others are not waiting for it (they are busy too): not holding anyone back.
+    assert straggler(*job_of({"busy": 0.95}, {"busy": 0.97, "steps": 3.0}), CONFIG) is None
+
+
+# -- rank-imbalance -------------------------------------------------------------------------------------------------
+
+
+def test_one_rank_waiting_for_data_far_longer_is_an_imbalance():
+    job, windows = job_of({"wait": 0.04}, {"wait": 0.05}, {"wait": 0.45}, {"wait": 0.04})
+
+    found = rank_imbalance(job, windows, CONFIG)
+
+    assert (found.pid, found.pids) == (FIRST + 2, (FIRST + 2,))
+    assert found.finding.title == "Ranks wait for data unevenly: 4% to 45% of each step"
+    assert found.finding.evidence["slow_ranks"] == (2,)
+
+
+def test_ranks_that_wait_alike_are_no_imbalance():
+    assert rank_imbalance(*job_of({"wait": 0.05}, {"wait": 0.07}, {"wait": 0.06}), CONFIG) is None
+    assert rank_imbalance(*job_of({"wait": 0.55}, {"wait": 0.65}, {"wait": 0.72}), CONFIG) is None  # all starved
+
+
+# -- node-cpu-oversubscribed ----------------------------------------------------------------------------------------
+
+
+def test_ranks_times_workers_beyond_the_cores_of_a_busy_node_share_the_cores_out():
+    ranks = [{"workers": 4}] * 4
+    found = node_cpu_oversubscribed(*job_of(*ranks, cores=8, host_cpu=95.0), CONFIG)
+
+    assert found.finding.suggest == {"num_workers": 1}  # 8 cores ÷ 4 ranks, less one for each main process
+    assert found.finding.title == "4 ranks and 16 DataLoader workers share 8 cores"
+    assert found.pids == tuple(FIRST + n for n in range(4))
+
+
+def test_a_node_with_cores_to_spare_or_idle_cpus_is_not_oversubscribed():
+    assert node_cpu_oversubscribed(*job_of({"workers": 2}, {"workers": 2}, cores=8, host_cpu=95.0), CONFIG) is None
+    assert node_cpu_oversubscribed(*job_of(*[{"workers": 4}] * 4, cores=8, host_cpu=30.0), CONFIG) is None
+
+
+# -- jobs -----------------------------------------------------------------------------------------------------------
+
+
+def ranks_snapshot(t: float, count: int, trains: bool = True, run_id: str = "run-7", **view_args) -> Snapshot:
+    views = []
+    for n in range(count):
+        v = view(pid=FIRST + n, evidence=view().evidence if trains else (), **view_args)
+        launch = Launch(rank=n, world_size=count, run_id=run_id, master_addr="10.0.0.1", master_port=29500)
+        views.append(dataclasses.replace(v, launch=launch if trains else None))
+    gpus = tuple(dataclasses.replace(gpu(busy=5.0, used_gib=10), index=n) for n in range(count))
+    rows = tuple(dataclasses.replace(row(FIRST + n), gpu_index=n) for n in range(count))
+    base = snapshot(t, views[0], gpus, rows)
+    return dataclasses.replace(base, training=tuple(views))
+
+
+def test_ranks_of_one_torchrun_run_are_one_job_with_the_same_id_on_every_host():
+    here = find_jobs(ranks_snapshot(0.0, 2))
+    there = find_jobs(ranks_snapshot(0.0, 2), host="node-b")
+
+    assert [(j.kind, len(j.ranks)) for j in here] == [("torchrun", 2)]
+    assert here[0].id == there[0].id
+    assert find_jobs(ranks_snapshot(0.0, 2, run_id="run-8"))[0].id != here[0].id
+
+
+def test_plain_gpu_processes_make_no_job():
+    assert find_jobs(ranks_snapshot(0.0, 3, trains=False)) == ()
+
+
+# -- the engine: who gets what, once ------------------------------------------------------------------------------
+
+
+def feed(advisor: Advisor, make, seconds: float = 25.0):
+    t = 0.0
+    while t <= seconds:
+        advisor.update(make(t))
+        t += 0.5
+    return advisor.active
+
+
+def test_plain_gpu_processes_get_the_gpus_findings_only_and_once_per_gpu():
+    def make(t: float) -> Snapshot:
+        snap = ranks_snapshot(t, 4, trains=False)
+        rows = tuple(dataclasses.replace(r, gpu_index=0) for r in snap.processes)  # four holders on GPU 0
+        idle = (dataclasses.replace(gpu(busy=0.0, used_gib=10), index=0),)
+        return dataclasses.replace(snap, gpus=idle, processes=rows)
+
+    active = feed(Advisor(config=AdvisorConfig(window_s=10.0, idle_s=10.0)), make)
+
+    assert [a.id for a in active] == ["gpu-idle"]
+    assert active[0].pids == tuple(FIRST + n for n in range(4))
+
+
+def test_the_same_processes_as_training_ranks_get_training_advice_once_for_the_job():
+    def make(t: float) -> Snapshot:
+        return ranks_snapshot(t, 4, load=loader(wait=0.5, workers=2), worker_list=workers(2))
+
+    active = feed(Advisor(config=CONFIG), make)
+
+    starved = [a for a in active if a.id == "data-starved"]
+    assert len(starved) == 1, [a.id for a in active]
+    assert starved[0].pids == tuple(FIRST + n for n in range(4)) and starved[0].job is not None
+
+
+def test_a_finding_on_some_ranks_only_stays_one_per_rank():
+    def make(t: float) -> Snapshot:
+        snap = ranks_snapshot(t, 2, load=loader(wait=0.01, workers=2), worker_list=workers(2))
+        starving = dataclasses.replace(snap.training[1], probe=view(loader(wait=0.6, workers=2)).probe)
+        return dataclasses.replace(snap, training=(snap.training[0], starving))
+
+    starved = [a for a in feed(Advisor(config=CONFIG), make) if a.id == "data-starved"]
+
+    assert [(a.pid, a.pids) for a in starved] == [(FIRST + 1, ())]
