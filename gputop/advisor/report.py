@@ -37,6 +37,8 @@ def advice_to_dict(advice: Advice, active: bool = True) -> dict[str, Any]:
         "suggest": dict(advice.suggest),
         "source": advice.source,
         "pid": advice.pid,
+        "pids": list(advice.concerns),
+        "job": advice.job,
         "since": advice.since,
         "active": active,
     }
@@ -55,7 +57,8 @@ def render_advice(raised: Sequence[tuple[Advice, bool]]) -> str:
     for advice, active in raised:
         lines.extend(_headline(advice, active))
         since = fmt_clock(advice.since)
-        tail = f"PID {advice.pid}, from {advice.source}, since {since}"
+        who = f"PID {advice.pid}" if not advice.pids else "PIDs " + ", ".join(map(str, advice.pids))
+        tail = f"{who}{f' of job {advice.job}' if advice.job else ''}, from {advice.source}, since {since}"
         if advice.suggest:
             tail = f"suggest {advice.suggest_text}; {tail}"
         lines.append(f"         {tail}")

@@ -138,15 +138,15 @@ THROTTLE_SHARE = 0.5
 # -- jobs of several ranks ----------------------------------------------------------------------------------------
 
 STRAGGLER_SLOWER = 0.15
-"""A rank whose own work per step (the step less the time it waits for the other ranks) is this much above the
-median of the others' holds them back (issue 16: "well above the job's median (say more than 15 %)")."""
+"""A rank that computes this much longer per step (its main thread's time on the CPU) than the median of the
+others holds them back (issue 16: "well above the job's median (say more than 15 %)")."""
 STRAGGLER_OTHERS_WAIT = 0.10
 """... while the other ranks wait for it (off the CPU outside the data wait) at least this share of each step
 (gputop: below that, a slower rank costs the job little)."""
 IMBALANCE_SPREAD = 0.15
 """Data wait shares this far apart across the ranks of one job (max less min) are an imbalance (gputop)."""
 IMBALANCE_RATIO = 2.0
-"""... and the most waiting rank waits at least this many times the median (gputop: a spread of 15 points on
-top of 60 % is noise, not one slow shard)."""
+"""... and the most waiting rank waits at least this many times the median of the others (gputop: a spread of 15
+points on top of 60 % is noise, not one slow shard)."""
 NODE_CPU_BUSY_PERCENT = 75.0
 """Ranks and workers beyond a node's cores hurt only while its CPUs are this busy (gputop)."""

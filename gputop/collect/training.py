@@ -224,7 +224,10 @@ class TrainingCollector:
             dataclasses.replace(v, probe=_keep_nvml_join(v.probe, reports.pop(v.pid))) if v.pid in reports else v
             for v in views
         ]
-        out.extend(TrainingView(pid=pid, probe=report) for pid, report in reports.items())
+        out.extend(
+            TrainingView(pid=pid, probe=report, launch=report.launch, evidence=(EVIDENCE_PROBE,))
+            for pid, report in reports.items()
+        )
         return tuple(out)
 
     def _tick(
@@ -282,7 +285,7 @@ class TrainingCollector:
         if not job.launch_read:  # the environment a process was started with does not change
             job.launch, job.launch_read = read_launch(pid), True
         launch = merged(job.launch, probe.launch)
-        if not job.torch_threads and (tick.slow or job.view is None):
+        if not job.torch_threads and host.name != AGENT_NAME and (tick.slow or job.view is None):
             job.torch_threads = host.name == MAIN_THREAD_NAME or bool(threads_named(pid, TORCH_THREAD_PREFIX))
         evidence: list[Evidence] = []
         if probe.status in (PROBE_OK, PROBE_STALE):

@@ -50,15 +50,15 @@ def job_of(*ranks: dict, cores: int = 8, host_cpu: float = 50.0, host_name: str 
 
 
 def test_a_rank_whose_own_work_is_longer_while_the_others_wait_is_the_straggler():
-    # Every rank takes 200 ms a step (5 steps/s). Rank 2 computes 92% of it; the others 52% and wait for it.
+    # Every rank takes 200 ms a step (5 steps/s). Rank 2 computes 90% of it; the others 50% and wait for it.
     job, windows = job_of({"busy": 0.5}, {"busy": 0.5}, {"busy": 0.9}, {"busy": 0.5}, host_name="node-b")
 
     found = straggler(job, windows, CONFIG)
 
     assert found.pid == FIRST + 2
     assert found.finding.title == "Straggler: rank 2 holds the other 3 back"
-    assert found.finding.evidence["own_step_s"] == pytest.approx(0.184)
-    assert found.finding.evidence["others_own_step_s"] == pytest.approx(0.104)
+    assert found.finding.evidence["own_step_s"] == pytest.approx(0.18)
+    assert found.finding.evidence["others_own_step_s"] == pytest.approx(0.1)
     assert "rank 2 (PID 7002 on node-b, GPU 2)" in found.finding.detail
     assert "main thread is on the CPU 90% of the time, the others' 50%" in found.finding.action
 
@@ -66,6 +66,12 @@ def test_a_rank_whose_own_work_is_longer_while_the_others_wait_is_the_straggler(
 def test_the_straggler_names_its_different_batch_size():
     job, windows = job_of({"busy": 0.5}, {"busy": 0.95, "batch": 48})
     assert "its batch_size is 48, the others' 32" in straggler(job, windows, CONFIG).finding.action
+
+
+def test_a_rank_slow_for_want_of_data_is_no_straggler():
+    # Rank 1 waits for its data 50% of each step and computes little: the others wait for it, but it is its
+    # input, which rank-imbalance names.
+    assert straggler(*job_of({"busy": 0.3, "wait": 0.02}, {"busy": 0.3, "wait": 0.5}), CONFIG) is None
 
 
 def test_no_straggler_in_a_balanced_job_or_when_nobody_waits():

@@ -4,8 +4,8 @@ and a node whose ranks together start more DataLoader workers than it has cores.
 Each takes the job (``gputop.jobs``) and the window of each of its ranks, and names the rank (or node) it is
 about. In synchronous data-parallel training every rank takes the same time per step: the ranks that finish
 their own work first wait for the last one inside the gradients' all-reduce. From outside that wait shows as the
-main thread off the CPU while the loop is not waiting for data; what a rank spends on its own work per step is
-the step less that wait.
+main thread off the CPU while the loop is not waiting for data; what a rank computes per step is its main
+thread's time on the CPU.
 """
 
 from __future__ import annotations
@@ -64,11 +64,11 @@ class RankStats:
 
     @property
     def own_s(self) -> float | None:
-        """Seconds per step of the rank's own work: the step less the wait for the other ranks."""
-        wait = self.others_wait
-        if not self.steps_per_s or wait is None:
+        """Seconds per step the rank computes on its own: its main thread's time on the CPU per step. Waiting for
+        its data is not counted here: a rank held up by its input is ``rank-imbalance``'s to name."""
+        if not self.steps_per_s or self.main_busy is None:
             return None
-        return (1.0 - wait) / self.steps_per_s
+        return self.main_busy / self.steps_per_s
 
 
 def rank_stats(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> list[RankStats]:
@@ -118,8 +118,8 @@ def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig)
         Finding(
             severity=WARNING,
             title=f"Straggler: {name.split(' (')[0]} holds the other {len(others)} back",
-            detail=f"{name} spends {(slowest.own_s or 0) * 1000:.0f} ms of each step on its own work, {pct(slower)} "
-            f"more than the others' median of {own * 1000:.0f} ms; the others wait for it {pct(waiting)} of "
+            detail=f"{name} computes {(slowest.own_s or 0) * 1000:.0f} ms of each step, {pct(slower)} more than the "
+            f"others' median of {own * 1000:.0f} ms; the others wait for it {pct(waiting)} of "
             "each step",
             action=(
                 f"Look at {name}: "
@@ -175,11 +175,13 @@ def rank_imbalance(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
     if len(stats) < 2:
         return None
     waits = [s.data_wait or 0.0 for s in stats]
+    most = max(stats, key=lambda s: s.data_wait or 0.0)
+    base = statistics.median(s.data_wait or 0.0 for s in stats if s is not most)
     middle = statistics.median(waits)
     spread = max(waits) - min(waits)
-    if spread < th.IMBALANCE_SPREAD or max(waits) < th.IMBALANCE_RATIO * max(middle, th.DATA_WAIT_NONE):
+    if spread < th.IMBALANCE_SPREAD or max(waits) < th.IMBALANCE_RATIO * max(base, th.DATA_WAIT_NONE):
         return None
-    slow = [s for s in stats if (s.data_wait or 0.0) >= middle + spread / 2]
+    slow = [s for s in stats if (s.data_wait or 0.0) - base >= th.IMBALANCE_SPREAD]
     named = ", ".join(f"{rank_name(s.rank)} {pct(s.data_wait)}" for s in slow)
     return JobFinding(
         Finding(
