@@ -20,7 +20,7 @@ from textual.widgets import Footer, Input
 from gputop.formatting import fmt_age, fmt_clock
 from gputop.model import Snapshot
 from gputop.remote.status import DOWN_STATES, LIVE, STALE
-from gputop.ui.hosts.section import HostChosen, HostSection, HostShown, HostSummary
+from gputop.ui.hosts.section import HostChosen, HostJobs, HostSection, HostShown, HostSummary
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.text.hosts import PROCESS_ROWS, down_note
 from gputop.ui.widgets.banner import Banner, screen_messages
@@ -71,6 +71,7 @@ class HostsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield HostSummary()
+        yield HostJobs()
         with VerticalScroll(id="host-sections", can_focus=False):
             for index, name in enumerate(self.view.feeds):
                 yield HostSection(index, name)
@@ -98,6 +99,7 @@ class HostsScreen(Screen[None]):
         shown = self.view.hosts_shown()
         rows = TALL_PROCESS_ROWS if self.size.height >= TALL_MIN_HEIGHT else PROCESS_ROWS
         self.query_one(HostSummary).show(shown, now, self.selected)
+        self.query_one(HostJobs).show(shown)
         for section, host in zip(self.query(HostSection), shown):
             section.show(host, now, section.index == self.selected, rows)
         words = hosts_count(shown, now)

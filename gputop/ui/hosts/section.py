@@ -16,11 +16,20 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 
+from gputop.jobs import Job
 from gputop.model import Snapshot
 from gputop.remote.status import LIVE, STALE, HostStatus
 from gputop.ui.history import History
 from gputop.ui.text.gpu import Palette
-from gputop.ui.text.hosts import PROCESS_ROWS, section_lines, summary_header, summary_layout, summary_line
+from gputop.ui.text.hosts import (
+    PROCESS_ROWS,
+    job_lines,
+    jobs_across,
+    section_lines,
+    summary_header,
+    summary_layout,
+    summary_line,
+)
 from gputop.ui.widgets.drawing import TextLines
 from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 
@@ -110,6 +119,43 @@ class HostSummary(_HostLines):
         index = event.y - 1  # the header is line 0
         if 0 <= index < len(self._hosts):
             self.post_message(HostChosen(index))
+
+
+class HostJobs(_HostLines):
+    """The jobs of several ranks across the hosts, a line each (``text.hosts.job_lines``); hidden without any."""
+
+    DEFAULT_CSS = """
+    HostJobs { height: auto; padding: 0 1; margin: 0 0 1 0; }
+    """ + PALETTE_CSS.format(name="HostJobs")
+
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._jobs: tuple[Job, ...] = ()
+        self._key: object = None
+
+    def show(self, hosts: Sequence[HostShown]) -> None:
+        key = tuple(id(h.snapshot) for h in hosts)
+        if key == self._key:
+            return
+        self._key = key
+        jobs = jobs_across([(h.name, h.snapshot) for h in hosts])
+        layout = len(jobs) != len(self._jobs)
+        self._jobs = jobs
+        self.display = bool(jobs)
+        self.refresh(layout=layout)
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        return self._jobs
+
+    def text_key(self) -> object:
+        return self._key
+
+    def text_lines(self, width: int) -> list[Text]:
+        return job_lines(self._jobs, width, self.palette())
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._jobs)
 
 
 class HostSection(_HostLines):

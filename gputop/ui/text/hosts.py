@@ -1,4 +1,5 @@
-"""The text of the multi-host view: one summary line per host and one section per host.
+"""The text of the multi-host view: one summary line per host, a line per job of several ranks (one job across
+hosts where its ranks run on several), and one section per host.
 
 Pure functions of a host's status, its latest snapshot, the time, the width and a palette, like ``gpu_text``: the
 layout is tested without a terminal. A host that is down says so, why, and when the next attempt is; its old
@@ -14,6 +15,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent
+from gputop.jobs import Job, find_jobs, merge_jobs
 from gputop.model import GPU_OK, GpuProcess, HostProcess, Snapshot
 from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
 from gputop.ui.history import History
@@ -317,3 +319,42 @@ def _down_lines(status: HostStatus, snap: Snapshot | None, now: float, width: in
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines
+
+
+def jobs_across(hosts: Sequence[tuple[str, Snapshot | None]]) -> tuple[Job, ...]:
+    """The jobs of several ranks among the hosts' latest snapshots, a job that runs on several hosts as one."""
+    per_host = [(name, find_jobs(snap, host=name)) for name, snap in hosts if snap is not None]
+    return tuple(job for job in merge_jobs(per_host) if len(job.ranks) > 1)
+
+
+def job_lines(jobs: Sequence[Job], width: int, p: Palette) -> list[Text]:
+    """A line per job of several ranks: its id and kind, how many ranks on which hosts (of how many the launcher
+    started), and the range of the ranks' step rates and data waits; nothing without such a job."""
+    lines = []
+    for job in jobs:
+        line = Text("JOB ", style=p.label)
+        line.append(f"{job.id}  ", style=Style(bold=True))
+        line.append(f"{job.kind}  ")
+        seen = len(job.ranks)
+        world = f" of {job.world_size}" if job.world_size and job.world_size != seen else ""
+        counts = {host: sum(1 for r in job.ranks if r.host == host) for host in job.hosts}
+        where = ", ".join(f"{host or 'here'} ({count})" for host, count in counts.items())
+        line.append(f"{seen}{world} ranks on {where}")
+        loaders = [r.view.loader for r in job.ranks if r.view.probe.ok and r.view.loader is not None]
+        steps = [v.steps_per_s for v in loaders if v.steps_per_s is not None]
+        waits = [v.data_wait_share for v in loaders if v.data_wait_share is not None]
+        if steps:
+            line.append("   steps/s ", style=p.label)
+            line.append(_span(min(steps), max(steps), "{:.1f}"))
+        if waits:
+            line.append("   data wait ", style=p.label)
+            line.append(_span(min(waits) * 100, max(waits) * 100, "{:.0f}") + "%")
+        line.truncate(width, overflow="ellipsis")
+        lines.append(line)
+    return lines
+
+
+def _span(low: float, high: float, form: str) -> str:
+    """``12.5`` or ``2–45``: one number where the ranks agree (as written), else the range."""
+    a, b = form.format(low), form.format(high)
+    return a if a == b else f"{a}–{b}"
