@@ -71,9 +71,7 @@ class Session:
         """The step's memory at ``batch_size``: each part, the peak, and the CUDA allocator's view of it."""
         tracker = MemoryTracker("activations" if self.settings.inference else "temporaries")
         try:
-            # Without oneDNN, recurrent layers run as the tensor operations whose sizes are known: oneDNN's RNN
-            # kernel keeps its activations in a workspace that FakeTensorMode sizes as empty.
-            with self.fake_mode, tracker, torch.backends.mkldnn.flags(enabled=False):
+            with self.fake_mode, tracker, training.native_kernels():
                 tracker.add([*self.model.parameters(), *self.model.buffers()], "weights")
                 if self.settings.inference:
                     self._serve(batch_size)

@@ -79,6 +79,18 @@ def to_bfloat16(model: torch.nn.Module) -> None:
                     table[key] = convert(tensor)  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def native_kernels() -> Iterator[None]:
+    """oneDNN off: recurrent layers then run as the tensor operations whose sizes FakeTensorMode knows, where
+    oneDNN's RNN kernel keeps its activations in a workspace that FakeTensorMode sizes as empty."""
+    previous = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # a property of torch's module class
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = previous
+
+
 def autocast(precision: Precision, device_type: str) -> contextlib.AbstractContextManager[Any]:
     """The autocast region of a mixed precision for tensors on ``device_type`` (``cpu`` where torch has no CUDA:
     the fake tensors are CPU ones); else nothing."""
