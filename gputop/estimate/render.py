@@ -8,6 +8,7 @@ from typing import Any
 
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 from gputop.estimate.report import Report
+from gputop.estimate.search import MAX_BATCH
 from gputop.formatting import fmt_bytes
 from gputop.sanitize import printable
 from gputop.table import aligned
@@ -65,6 +66,8 @@ def conclusions(report: Report) -> list[str]:
         margin = f"{report.settings.margin:.0%}"
         if report.largest_batch == 0:
             lines.append(f"largest batch that fits: none, not even 1 (margin {margin})")
+        elif report.largest_batch == MAX_BATCH:
+            lines.append(f"largest batch that fits: {MAX_BATCH} or more, where the search stops (margin {margin})")
         else:
             lines.append(
                 f"largest batch that fits: {report.largest_batch} "

@@ -21,9 +21,6 @@ Batch = tuple[tuple[Any, ...], dict[str, Any]]
 Step = Callable[[torch.nn.Module, Batch, "torch.optim.Optimizer | None"], None]
 """A training step: given the model, a batch and the optimizer, run one step of training."""
 
-SHORT_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
-
-
 def optimizer_class(name: str) -> type[torch.optim.Optimizer]:
     """The ``torch.optim`` class called ``name`` (any case); ``EstimateError`` listing the known ones if none is."""
     classes = {
@@ -114,15 +111,13 @@ def blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     return []
 
 
-def checkpoint_blocks(model: torch.nn.Module) -> int:
+def checkpoint_blocks(model: torch.nn.Module) -> None:
     """Run each of the model's ``blocks`` under ``torch.utils.checkpoint`` (non-reentrant): its activations are
-    recomputed in the backward pass instead of kept. Returns how many blocks were wrapped."""
+    recomputed in the backward pass instead of kept."""
     from torch.utils.checkpoint import checkpoint
 
-    found = blocks(model)
-    for block in found:
+    for block in blocks(model):
         block.forward = functools.partial(checkpoint, block.forward, use_reentrant=False)
-    return len(found)
 
 
 def batch_from_specs(specs: tuple[InputSpec, ...], batch_size: int, precision: Precision) -> Batch:

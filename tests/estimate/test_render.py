@@ -52,6 +52,10 @@ def test_a_model_too_large_for_one_sample_says_so():
     assert "largest batch that fits: none, not even 1" in render_text(report(largest=0))
 
 
+def test_a_batch_at_the_search_ceiling_is_a_lower_bound():
+    assert "largest batch that fits: 1048576 or more, where the search stops" in render_text(report(largest=1 << 20))
+
+
 def test_the_layer_table_indents_by_depth():
     layers = (LayerRow("", "Net", 0, 0, 0, 3 * MIB, 2 * MIB), LayerRow("conv", "Conv2d", 1, 1792, 7168, MIB, None))
     lines = render_text(report(layers=layers)).splitlines()
