@@ -21,6 +21,7 @@ Batch = tuple[tuple[Any, ...], dict[str, Any]]
 Step = Callable[[torch.nn.Module, Batch, "torch.optim.Optimizer | None"], None]
 """A training step: given the model, a batch and the optimizer, run one step of training."""
 
+
 def optimizer_class(name: str) -> type[torch.optim.Optimizer]:
     """The ``torch.optim`` class called ``name`` (any case); ``EstimateError`` listing the known ones if none is."""
     classes = {
