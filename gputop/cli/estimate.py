@@ -79,7 +79,7 @@ def add_parser(commands: Any) -> None:
         type=_percent,
         default=DEFAULT_MARGIN * 100,
         metavar="PERCENT",
-        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN:.0%})",
+        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%)",
     )
     estimate.add_argument(
         "--context-bytes",

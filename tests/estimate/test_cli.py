@@ -81,6 +81,14 @@ def document(ran: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     return json.loads(ran[name]["stdout"])  # type: ignore[no-any-return]
 
 
+def test_help_describes_the_command_without_importing_torch():
+    result = gputop("--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "FakeTensorMode" in text
+    assert "keep free (default 10%)" in text
+
+
 def test_the_table_has_each_part_per_batch_size_and_the_rule_of_thumb():
     result = gputop(f"{MODELS}:mlp", "--input", "64", "--batch", "2,8", "--memory", "24GiB")
     assert result.returncode == 0, result.stderr
