@@ -7,7 +7,7 @@ from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigI
 from gputop.sanitize import printable
 
 
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+def aligned(rows: list[list[str]], right: set[int]) -> list[str]:
     """Rows aligned in columns; every row has as many cells as the header."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
@@ -95,7 +95,7 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
         rows = [[*header, "Clocks SM / mem MHz"]]
         for g in snap.gpus:
             rows += [_gpu_row(g), *_mig_rows(g, snap.processes)]
-        lines += ["", *_table(rows, right={0, 2, 3, 5, 7})]
+        lines += ["", *aligned(rows, right={0, 2, 3, 5, 7})]
     elif driver.ok:
         lines.append("No NVIDIA GPU found.")
     lines.append("")
@@ -124,7 +124,7 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
                 ]
             )
         right = {0, 1, 4, 5, 6, 7, 8} if not mig else {0, 2, 5, 6, 7, 8, 9}
-        lines += [line[:width] for line in _table(rows, right=right)]
+        lines += [line[:width] for line in aligned(rows, right=right)]
     elif snap.gpus:
         lines.append("No GPU processes.")
     # Outside text was made visible where it was read; this is the last line of defence before a terminal.

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from gputop import __version__
-from gputop.cli import demo, doctor, export, hosts, record, replay, report, run, stream, watch
+from gputop.cli import demo, doctor, estimate, export, hosts, record, replay, report, run, stream, watch
 from gputop.cli.args import Parser, UsageError, check_pid_exists
 from gputop.cli.console import error
 from gputop.remote.hostspec import HostsError
@@ -28,6 +28,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": demo.main,
     "replay": replay.main,
     "doctor": doctor.main,
+    "estimate": estimate.main,
 }
 
 
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_options(parser)
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (stream, export, run, report, record, demo, replay, doctor):
+    for module in (stream, export, run, report, record, demo, replay, doctor, estimate):
         module.add_parser(commands)
     return parser
 

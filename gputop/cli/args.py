@@ -96,3 +96,31 @@ def advisor_config(window_s: float | None) -> AdvisorConfig:
     from gputop.advisor import AdvisorConfig
 
     return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+    "kB": 1000,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_SIZE = re.compile(r"([0-9.eE+-]+)\s*([A-Za-z]*)", re.ASCII)
+
+
+def byte_size(text: str) -> int:
+    """A memory size as people write it: ``80GiB``, ``81920MiB``, ``40GB`` (powers of 1000), ``512`` (bytes);
+    a positive whole number of bytes."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (as 80GiB, 512MiB or 40GB)")
+    value = number(match.group(1), "a size") * _SIZE_UNITS[match.group(2)]
+    if not 0 < value < 2**63:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (as 80GiB, 512MiB or 40GB)")
+    return int(value)

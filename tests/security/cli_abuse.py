@@ -121,6 +121,12 @@ def invocations(files: Path) -> list[Invocation]:
         Invocation(("doctor", "extra")),
         Invocation(("doctor", "--json=yes")),
         Invocation(("doctor", f"{ESCAPES}")),
+        Invocation(("estimate", ESCAPES)),
+        Invocation(("estimate", LONG)),
+        Invocation(("estimate", "models:net", "--memory", f"{HUGE}GiB")),
+        Invocation(("estimate", "models:net", "--batch", HUGE)),
+        Invocation(("estimate", "models:net", "--margin", "100")),
+        Invocation(("estimate", "models:net", "--input", f"{HUGE}x{HUGE}:{ESCAPES}")),
     ]
     return cases
 

@@ -1,0 +1,191 @@
+"""``gputop estimate``: a model's GPU memory before launch, without a GPU: each part at every batch size asked
+for, the peak, what the allocator reserves and NVML will show, and the largest batch that fits a GPU.
+
+The estimate runs the model's training step under PyTorch's FakeTensorMode (``gputop.estimate``); this module only
+reads the options, the GPU's memory (``--gpu``) and prints (docs/memory.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import warnings
+from typing import Any
+
+from gputop.cli.args import UsageError, byte_size, number
+from gputop.cli.console import error
+from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
+from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS
+from gputop.formatting import fmt_bytes
+
+NEEDS_TORCH = 'gputop estimate needs PyTorch: pip install "gputop-ml[torch]" (in a checkout: pip install ".[torch]")'
+
+
+def add_parser(commands: Any) -> None:
+    estimate = commands.add_parser(
+        "estimate",
+        help="a model's GPU memory before launch, without a GPU, and the largest batch that fits (needs torch)",
+        usage="gputop estimate MODEL [--input SHAPE[,SHAPE...]] [--batch N[,N...]] [--optimizer NAME] "
+        "[--precision P] [--checkpointing] [--inference] [--gpu INDEX | --memory SIZE] [--layers] [--json]",
+        description="Run two training steps of MODEL (a factory, package.module:function, returning an nn.Module "
+        "or a module and a function that makes a batch for a batch size) under PyTorch's FakeTensorMode, which "
+        "allocates no memory, and report each part of its memory (weights, gradients, optimizer state, "
+        "activations, temporaries), the peak, what the CUDA caching allocator reserves and what NVML will show "
+        "(docs/memory.md).",
+    )
+    estimate.add_argument("model", metavar="MODEL", help="the model factory, package.module:function")
+    estimate.add_argument(
+        "--input",
+        type=_inputs,
+        metavar="SHAPE[,SHAPE...]",
+        dest="estimate_inputs",
+        help="the batch's tensors after the batch dimension, as 3x224x224 or 128:int64, for a factory that returns "
+        "a module alone",
+    )
+    estimate.add_argument(
+        "--batch",
+        type=_batch_sizes,
+        default=(1,),
+        metavar="N[,N...]",
+        dest="estimate_batches",
+        help="the batch sizes to estimate (default 1)",
+    )
+    estimate.add_argument(
+        "--optimizer", default="adam", metavar="NAME", help="sgd, adam, adamw or any torch.optim class (default adam)"
+    )
+    estimate.add_argument(
+        "--optimizer-args",
+        type=_optimizer_args,
+        default={},
+        metavar="K=V[,K=V...]",
+        help="the optimizer's keyword arguments, as lr=0.01,momentum=0.9",
+    )
+    estimate.add_argument("--precision", choices=PRECISIONS, default="fp32", help="(default fp32)")
+    estimate.add_argument(
+        "--checkpointing", action="store_true", help="activation checkpointing of the model's repeated blocks"
+    )
+    estimate.add_argument(
+        "--inference", action="store_true", help="one forward pass without gradients or optimizer instead"
+    )
+    target = estimate.add_mutually_exclusive_group()
+    target.add_argument("--gpu", type=_gpu_index, metavar="INDEX", help="judge against this GPU's memory (NVML)")
+    target.add_argument(
+        "--memory", type=byte_size, metavar="SIZE", help="judge against a GPU of this size, as 80GiB or 24GB"
+    )
+    estimate.add_argument(
+        "--margin",
+        type=_percent,
+        default=DEFAULT_MARGIN * 100,
+        metavar="PERCENT",
+        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%)",
+    )
+    estimate.add_argument(
+        "--context-bytes",
+        type=byte_size,
+        metavar="SIZE",
+        default=CUDA_CONTEXT_BYTES,
+        help="the GPU memory the process holds outside PyTorch's allocator: CUDA context, libraries "
+        f"(default {fmt_bytes(CUDA_CONTEXT_BYTES)})",
+    )
+    estimate.add_argument("--layers", action="store_true", help="also the table of each layer's parameters and saves")
+    estimate.add_argument("--json", action="store_true", dest="estimate_json", help="print a JSON document")
+
+
+def _inputs(text: str) -> Any:
+    from gputop.estimate.inputs import parse_inputs
+
+    try:
+        return parse_inputs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _optimizer_args(text: str) -> dict[str, Any]:
+    from gputop.estimate.inputs import parse_optimizer_args
+
+    try:
+        return parse_optimizer_args(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _batch_sizes(text: str) -> tuple[int, ...]:
+    parts = text.split(",")
+    if not all(p.isascii() and p.isdigit() and 0 < int(p) <= 1 << 30 for p in parts):
+        raise argparse.ArgumentTypeError(f"not batch sizes: {text!r} (as 8 or 8,32,128)")
+    return tuple(int(p) for p in parts)
+
+
+def _gpu_index(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 4):
+        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
+    return int(text)
+
+
+def _percent(text: str) -> float:
+    value = number(text.removesuffix("%"), "a percentage")
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"must be from 0 to under 100 percent, got {text}")
+    return value
+
+
+def gpu_memory(index: int) -> int:
+    """GPU ``index``'s total memory through NVML; ``UsageError`` when there is no driver or no such GPU."""
+    from gputop.collect.nvml import NvmlCollector
+
+    collector = NvmlCollector()
+    driver = collector.start()
+    try:
+        if not driver.ok:
+            raise UsageError(f"--gpu {index}: no NVIDIA driver: {driver.reason}")
+        gpus, _ = collector.read(slow=False)
+        found = next((g for g in gpus if g.index == index), None)
+        if found is None:
+            raise UsageError(f"--gpu {index}: no such GPU (this machine has {len(gpus)}; use --memory SIZE instead)")
+        if found.memory_total_bytes is None:
+            raise UsageError(f"--gpu {index}: its memory cannot be read: {found.reason or 'unknown'}")
+        return found.memory_total_bytes
+    finally:
+        collector.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("torch") is None:
+        return error(NEEDS_TORCH)
+    try:
+        memory = args.memory if args.gpu is None else gpu_memory(args.gpu)
+    except UsageError as exc:
+        return error(str(exc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own (no NumPy, deprecations) are not the user's business here
+        try:
+            from gputop.estimate import EstimateError, estimate
+        except ImportError as exc:
+            return error(f"gputop estimate cannot import torch: {exc}")
+        try:
+            report = estimate(
+                args.model,
+                args.estimate_batches,
+                inputs=args.estimate_inputs,
+                optimizer=args.optimizer,
+                optimizer_args=args.optimizer_args,
+                precision=args.precision,
+                checkpointing=args.checkpointing,
+                inference=args.inference,
+                memory_bytes=memory,
+                margin=args.margin / 100,
+                context_bytes=args.context_bytes,
+                layers=args.layers,
+            )
+        except EstimateError as exc:
+            return error(str(exc))
+    from gputop.estimate.render import render_text, report_to_dict
+
+    if args.estimate_json:
+        sys.stdout.write(json.dumps(report_to_dict(report), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(report))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,94 @@
+"""``estimate()``: a model's GPU memory at each batch size, the largest batch that fits, and the layer table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
+from gputop.estimate.errors import EstimateError
+from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs
+from gputop.estimate.parts import BatchEstimate
+from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS, Precision, Report, Settings
+from gputop.estimate.search import largest_fitting
+
+
+def estimate(
+    model: Callable[[], Any] | str,
+    batch_sizes: Sequence[int],
+    *,
+    inputs: Sequence[InputSpec] | str | None = None,
+    optimizer: str = "adam",
+    optimizer_args: Mapping[str, Any] | None = None,
+    precision: Precision = "fp32",
+    checkpointing: bool = False,
+    inference: bool = False,
+    memory_bytes: int | None = None,
+    margin: float = DEFAULT_MARGIN,
+    context_bytes: int = CUDA_CONTEXT_BYTES,
+    step: Callable[..., None] | None = None,
+    layers: bool = False,
+) -> Report:
+    """Estimate a model's GPU memory without a GPU, by running its training step under ``FakeTensorMode``.
+
+    Args:
+        model: a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
+            a function that makes one batch for a given batch size. It is called under ``FakeTensorMode``, so the
+            model is never materialised.
+        batch_sizes: the batch sizes to estimate.
+        inputs: the batch's tensors (shapes after the batch dimension, ``"3x224x224"`` or ``InputSpec``\\ s) when
+            the factory returns a module alone.
+        optimizer: any ``torch.optim`` class by name (``sgd``, ``adam``, ``adamw``, ``Adagrad``...).
+        optimizer_args: its keyword arguments (``lr``, ``momentum``...).
+        precision: ``fp32``, ``tf32``, ``bf16-mixed``, ``fp16-mixed`` or ``bf16``.
+        checkpointing: run the model's repeated blocks under activation checkpointing.
+        inference: estimate one forward pass without gradients instead (no optimizer).
+        memory_bytes: the GPU's memory: each batch is judged against it and the largest batch that fits is
+            searched for.
+        margin: the share of ``memory_bytes`` to keep free.
+        context_bytes: what the process holds outside PyTorch's allocator (CUDA context, libraries).
+        step: a custom training step ``step(model, batch, optimizer)``, for loops that are not forward, loss,
+            backward, step; ``batch`` is ``(args, kwargs)`` for the model. It runs twice.
+        layers: also build the layer table (at the first batch size).
+
+    Returns:
+        The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
+    """
+    from gputop.estimate.session import Session
+
+    if precision not in PRECISIONS:
+        raise EstimateError(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
+    if not batch_sizes or any(b < 1 for b in batch_sizes):
+        raise EstimateError("batch sizes must be 1 or more")
+    name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
+    factory = load_factory(model) if isinstance(model, str) else model
+    specs = parse_inputs(inputs) if isinstance(inputs, str) else None if inputs is None else tuple(inputs)
+    settings = Settings(
+        optimizer=None if inference else optimizer,
+        optimizer_args=dict(optimizer_args or {}),
+        precision=precision,
+        checkpointing=checkpointing,
+        inference=inference,
+        context_bytes=context_bytes,
+        memory_bytes=memory_bytes,
+        margin=margin,
+    )
+    session = Session(factory, name, specs, settings, step)
+    done: dict[int, BatchEstimate] = {}
+
+    def run(batch_size: int) -> BatchEstimate:
+        if batch_size not in done:
+            done[batch_size] = session.estimate(batch_size)
+        return done[batch_size]
+
+    batches = tuple(run(b) for b in batch_sizes)
+    largest, tried = None, 0
+    if memory_bytes is not None:
+        search = largest_fitting(lambda b: bool(run(b).fits))
+        largest, tried = search.largest, search.tried
+    table = None
+    if layers:
+        from gputop.estimate.layers import layer_table
+
+        table = layer_table(session, batch_sizes[0])
+    return Report(name, session.parameters, settings, batches, largest, tried, table)

@@ -1,0 +1,80 @@
+"""Where the model comes from: a factory named ``package.module:function``, and ``--input`` shapes for a model
+that takes plain tensors. Importing this module imports no torch."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gputop.estimate.errors import EstimateError
+
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
+"""The dtypes an ``--input`` may name; floating ones follow the model's dtype under ``bf16``."""
+
+_FACTORY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")
+_SHAPE = re.compile(r"[0-9]+(?:x[0-9]+)*")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One tensor of a batch: its shape after the batch dimension and its dtype."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+
+def parse_inputs(text: str) -> tuple[InputSpec, ...]:
+    """``3x224x224`` or ``128:int64``, several separated by commas, as ``InputSpec``\\ s; ``ValueError`` naming
+    the part that is wrong."""
+    specs = []
+    for part in text.split(","):
+        shape_text, _, dtype = part.strip().partition(":")
+        if not _SHAPE.fullmatch(shape_text) or any(int(n) == 0 for n in shape_text.split("x")):
+            raise ValueError(f"not a shape: {part.strip()!r} (sizes after the batch, as 3x224x224 or 128:int64)")
+        if dtype and dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r} in {part.strip()!r} (one of {', '.join(DTYPES)})")
+        specs.append(InputSpec(tuple(int(n) for n in shape_text.split("x")), dtype or "float32"))
+    return tuple(specs)
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """The function ``package.module:function`` names, imported from the current directory too (as ``python -m``
+    would); ``EstimateError`` when the name is malformed, the module cannot be imported or has no such function."""
+    match = _FACTORY.fullmatch(spec)
+    if match is None:
+        raise EstimateError(f"a model factory is package.module:function, got {spec!r}")
+    module_name, function_name = match.groups()
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the factory's module may raise anything while it is imported
+        raise EstimateError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
+    factory = getattr(module, function_name, None)
+    if not callable(factory):
+        raise EstimateError(f"{module_name} has no function {function_name}")
+    return factory
+
+
+def parse_optimizer_args(text: str) -> dict[str, Any]:
+    """``lr=0.01, betas=(0.9, 0.95)``: keyword arguments with Python literal values, as a dict; ``ValueError``
+    for anything else (names, calls and expressions are not evaluated)."""
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"not keyword arguments: {text!r} (as lr=0.01,momentum=0.9)") from None
+    assert isinstance(call, ast.Call)
+    if call.args or any(k.arg is None for k in call.keywords):
+        raise ValueError(f"not keyword arguments: {text!r} (as lr=0.01,momentum=0.9)")
+    args = {}
+    for keyword in call.keywords:
+        try:
+            args[str(keyword.arg)] = ast.literal_eval(keyword.value)
+        except ValueError:
+            raise ValueError(f"the value of {keyword.arg} is not a number, string or tuple: {text!r}") from None
+    return args

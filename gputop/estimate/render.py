@@ -1,0 +1,129 @@
+"""An estimate as text (a column per batch size, the largest batch that fits, the rule of thumb, the layer table)
+and as a JSON document. Pure: no torch."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
+from gputop.estimate.report import Report
+from gputop.estimate.search import MAX_BATCH
+from gputop.formatting import fmt_bytes
+from gputop.sanitize import printable
+from gputop.table import aligned
+
+SCHEMA = 1
+"""The JSON document's version: a key is only ever added within one."""
+
+_PART_ROWS = (
+    ("weights", "weights"),
+    ("gradients", "gradients"),
+    ("optimizer", "optimizer state"),
+    ("activations", "activations"),
+    ("temporaries", "temporaries"),
+)
+
+
+def render_text(report: Report) -> str:
+    """The estimate for people: what was run, a table with a column per batch size, then the conclusions."""
+    settings = report.settings
+    what = "inference (one forward pass, no gradients)" if settings.inference else f"training, {settings.optimizer}"
+    checkpointing = ", activation checkpointing" if settings.checkpointing else ""
+    lines = [
+        f"{printable(report.model)}: {report.parameters:,} parameters, {what}, {settings.precision}{checkpointing}",
+    ]
+    if settings.memory_bytes is not None:
+        lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {settings.margin:.0%} free")
+    lines += ["", *aligned(_batch_rows(report), right=set(range(1, len(report.batches) + 1)))]
+    lines += ["", *conclusions(report)]
+    if report.layers is not None:
+        lines += ["", *layer_lines(report.layers)]
+    return "\n".join(lines) + "\n"
+
+
+def _batch_rows(report: Report) -> list[list[str]]:
+    batches = report.batches
+    rows = [["at the peak", *(f"batch {b.batch_size}" for b in batches)]]
+    rows += [[label, *(fmt_bytes(getattr(b.at_peak, part)) for b in batches)] for part, label in _PART_ROWS]
+    rows += [
+        ["peak allocated", *(fmt_bytes(b.peak_allocated_bytes) for b in batches)],
+        ["reserved (allocator)", *(fmt_bytes(b.reserved_bytes) for b in batches)],
+        [
+            f"NVML (+{fmt_bytes(report.settings.context_bytes)} context)",
+            *(fmt_bytes(b.nvml_bytes) for b in batches),
+        ],
+    ]
+    if report.settings.memory_bytes is not None:
+        rows.append(["fits", *("yes" if b.fits else "no" for b in batches)])
+    return rows
+
+
+def conclusions(report: Report) -> list[str]:
+    """The largest batch that fits, and the rule of thumb beside the estimate of the first batch size."""
+    lines = []
+    if report.largest_batch is not None:
+        margin = f"{report.settings.margin:.0%}"
+        if report.largest_batch == 0:
+            lines.append(f"largest batch that fits: none, not even 1 (margin {margin})")
+        elif report.largest_batch == MAX_BATCH:
+            lines.append(f"largest batch that fits: {MAX_BATCH} or more, where the search stops (margin {margin})")
+        else:
+            lines.append(
+                f"largest batch that fits: {report.largest_batch} "
+                f"(margin {margin}, {report.search_estimates} estimates)"
+            )
+    first = report.batches[0]
+    lines.append(
+        f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)} "
+        f"— misses activations {fmt_bytes(first.held.activations)} and temporaries "
+        f"{fmt_bytes(first.at_peak.temporaries)} at batch {first.batch_size} "
+        f"(estimated peak {fmt_bytes(first.peak_allocated_bytes)})"
+    )
+    return lines
+
+
+def layer_lines(layers: tuple[LayerRow, ...]) -> list[str]:
+    """The layer table: each module indented by depth, its own parameters, what it saves for the backward pass
+    (its children's included) and what checkpointing it would save."""
+    rows = [["layer", "type", "parameters", "bytes", "saved for backward", "checkpointing saves"]]
+    for row in layers:
+        rows.append(
+            [
+                "  " * row.depth + (printable(row.name) or "(model)"),
+                printable(row.kind),
+                f"{row.parameters:,}",
+                fmt_bytes(row.parameter_bytes),
+                fmt_bytes(row.saved_bytes),
+                "" if row.checkpoint_saves_bytes is None else fmt_bytes(row.checkpoint_saves_bytes),
+            ]
+        )
+    return aligned(rows, right={2, 3, 4, 5})
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    """The JSON document: stable keys, every size an integer number of bytes."""
+    return {
+        "schema": SCHEMA,
+        "model": report.model,
+        "parameters": report.parameters,
+        "settings": dataclasses.asdict(report.settings),
+        "batches": [_batch_to_dict(b) for b in report.batches],
+        "largest_batch": report.largest_batch,
+        "search_estimates": report.search_estimates,
+        "rule_of_thumb_bytes": report.rule_of_thumb_bytes,
+        "layers": None if report.layers is None else [dataclasses.asdict(row) for row in report.layers],
+    }
+
+
+def _batch_to_dict(batch: BatchEstimate) -> dict[str, Any]:
+    return {
+        "batch_size": batch.batch_size,
+        "at_peak": batch.at_peak.as_dict(),
+        "held": batch.held.as_dict(),
+        "peak_allocated_bytes": batch.peak_allocated_bytes,
+        "cuda_allocated_bytes": batch.cuda_allocated_bytes,
+        "reserved_bytes": batch.reserved_bytes,
+        "nvml_bytes": batch.nvml_bytes,
+        "fits": batch.fits,
+    }

@@ -1,0 +1,67 @@
+"""What ``gputop estimate`` was asked and what it found, as plain values. Pure: no torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
+
+Precision = Literal["fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
+"""``tf32`` changes how matrix products round, not what they store: its memory is fp32's. The ``-mixed`` ones keep
+fp32 weights and run the forward pass under autocast; ``bf16`` holds the whole model in bfloat16."""
+
+DEFAULT_MARGIN = 0.10
+"""The share of the GPU's memory left free when judging whether a batch fits: fragmentation and what the
+estimate does not see (other processes, NCCL buffers, the allocator's behaviour under pressure)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the step was run: the optimizer (None in inference), its arguments, the precision, whether blocks were
+    checkpointed, whether it was inference only, the CUDA context's bytes, and the GPU's memory (None: unknown)
+    with the margin to keep free on it."""
+
+    optimizer: str | None
+    optimizer_args: dict[str, object]
+    precision: Precision
+    checkpointing: bool
+    inference: bool
+    context_bytes: int
+    memory_bytes: int | None
+    margin: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """A model's estimate.
+
+    Attributes:
+        model: what the model was called (its factory, or its class).
+        parameters: the model's parameter count.
+        batches: one estimate per batch size asked for, in their order.
+        largest_batch: the largest batch that fits the GPU with the margin (0: not even one); None without a
+            GPU size.
+        search_estimates: how many batch sizes the search for it estimated.
+        layers: the layer table (``--layers``), or None.
+    """
+
+    model: str
+    parameters: int
+    settings: Settings
+    batches: tuple[BatchEstimate, ...]
+    largest_batch: int | None
+    search_estimates: int
+    layers: tuple[LayerRow, ...] | None
+
+    @property
+    def rule_of_thumb_bytes(self) -> int:
+        return RULE_OF_THUMB_BYTES_PER_PARAMETER * self.parameters
+
+
+def fits(nvml_bytes: int, memory_bytes: int | None, margin: float) -> bool | None:
+    """Whether a process showing ``nvml_bytes`` leaves ``margin`` of ``memory_bytes`` free (None: no GPU size)."""
+    if memory_bytes is None:
+        return None
+    return nvml_bytes <= (1 - margin) * memory_bytes

@@ -1,0 +1,162 @@
+"""One model under ``FakeTensorMode``, built once and estimated at any batch size: the tracker around two real
+training steps (two, so the optimizer's state exists in the second), or around one forward pass in inference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from gputop.estimate import training
+from gputop.estimate.allocator import replay
+from gputop.estimate.errors import EstimateError
+from gputop.estimate.inputs import InputSpec
+from gputop.estimate.parts import BatchEstimate, Parts
+from gputop.estimate.report import Settings, fits
+from gputop.estimate.tracker import MemoryTracker
+
+TRAINING_STEPS = 2
+
+
+class Session:
+    """The model a factory returns, built under ``FakeTensorMode`` (no memory, no GPU), with what makes a batch.
+
+    Args:
+        factory: returns an ``nn.Module``, or a module and a function of the batch size that makes a batch.
+        name: what the factory is called in errors.
+        inputs: the batch's tensor shapes when the factory makes no batches.
+        settings: the optimizer, precision, checkpointing and inference choices.
+        step: a custom training step (None: forward, loss, backward, optimizer step).
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Any],
+        name: str,
+        inputs: tuple[InputSpec, ...] | None,
+        settings: Settings,
+        step: training.Step | None,
+    ) -> None:
+        self.settings = settings
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        with self.fake_mode:
+            try:
+                made = factory()
+            except EstimateError:
+                raise
+            except Exception as exc:  # the user's code may raise anything
+                raise EstimateError(f"{name} raised {type(exc).__name__}: {first_line(exc)}") from exc
+            self.model, self._make_batch = _model_and_batches(made, name, inputs)
+            if settings.precision == "bf16":
+                training.to_bfloat16(self.model)
+            if settings.checkpointing and not settings.inference:
+                training.checkpoint_blocks(self.model)
+        self.model.train(not settings.inference)
+        self._inputs = inputs
+        first = next(self.model.parameters(), None)
+        self.device_type = "cpu" if first is None else first.device.type
+        self._step = step or training.default_step(settings.precision, self.device_type)
+        self.parameters = sum(p.numel() for p in self.model.parameters())
+
+    def batch(self, batch_size: int) -> training.Batch:
+        """One batch of ``batch_size`` (call under the fake mode)."""
+        if self._make_batch is not None:
+            return training.as_batch(self._make_batch(batch_size), self.settings.precision)
+        assert self._inputs is not None
+        return training.batch_from_specs(self._inputs, batch_size, self.settings.precision)
+
+    def estimate(self, batch_size: int) -> BatchEstimate:
+        """The step's memory at ``batch_size``: each part, the peak, and the CUDA allocator's view of it."""
+        tracker = MemoryTracker("activations" if self.settings.inference else "temporaries")
+        try:
+            with self.fake_mode, tracker, training.native_kernels():
+                tracker.add([*self.model.parameters(), *self.model.buffers()], "weights")
+                if self.settings.inference:
+                    self._serve(batch_size)
+                else:
+                    self._train(batch_size, tracker)
+        except EstimateError:
+            raise
+        except Exception as exc:  # an operator without a fake kernel, a data-dependent shape, the user's code
+            raise EstimateError(
+                f"the model failed under FakeTensorMode at {tracker.operator or 'its start'} "
+                f"(batch size {batch_size}): {type(exc).__name__}: {first_line(exc)}"
+            ) from exc
+        finally:
+            for p in self.model.parameters():
+                p.grad = None
+        at_peak = tracker.live_at_peak()
+        most = tracker.most_by_part()
+        held = Parts(most["weights"], most["gradients"], most["optimizer"], most["activations"], at_peak.temporaries)
+        cuda = replay(tracker.events)
+        nvml = cuda.reserved_bytes + self.settings.context_bytes
+        return BatchEstimate(
+            batch_size=batch_size,
+            at_peak=at_peak,
+            held=held,
+            peak_allocated_bytes=tracker.peak_bytes,
+            cuda_allocated_bytes=cuda.allocated_bytes,
+            reserved_bytes=cuda.reserved_bytes,
+            nvml_bytes=nvml,
+            fits=fits(nvml, self.settings.memory_bytes, self.settings.margin),
+        )
+
+    def _serve(self, batch_size: int) -> None:
+        args, kwargs = self.batch(batch_size)
+        with training.inference(self.settings.precision, self.device_type):
+            self.model(*args, **kwargs)
+
+    def _train(self, batch_size: int, tracker: MemoryTracker) -> None:
+        batch = self.batch(batch_size)
+        optimizer = None
+        if self.settings.optimizer is not None:
+            optimizer = training.make_optimizer(self.settings.optimizer, self.settings.optimizer_args, self.model)
+            optimizer.register_step_post_hook(lambda opt, args, kwargs: tracker.claim(_state_tensors(opt), "optimizer"))
+        handles = [
+            p.register_post_accumulate_grad_hook(lambda p: tracker.claim([p.grad], "gradients"))
+            for p in self.model.parameters()
+            if p.requires_grad
+        ]
+
+        def pack(tensor: torch.Tensor) -> torch.Tensor:
+            tracker.claim([tensor], "activations")
+            return tensor
+
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+                for _ in range(TRAINING_STEPS):
+                    self._step(self.model, batch, optimizer)
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def _state_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+
+
+def _model_and_batches(
+    made: Any, name: str, inputs: tuple[InputSpec, ...] | None
+) -> tuple[torch.nn.Module, Callable[[int], Any] | None]:
+    """The module and batch function in what a factory returned; ``EstimateError`` when it is neither a module
+    nor a (module, function) pair, or when nothing says what a batch is."""
+    if isinstance(made, torch.nn.Module):
+        model, make_batch = made, None
+    elif isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module) and callable(made[1]):
+        model, make_batch = made
+    else:
+        raise EstimateError(
+            f"{name} returned {type(made).__name__}: expected an nn.Module, or a module and a function that makes "
+            "a batch for a batch size"
+        )
+    if make_batch is None and inputs is None:
+        raise EstimateError(f"{name} returns a model without a batch function: give the batch's shapes with --input")
+    return model, make_batch if inputs is None else None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (PyTorch's run over many lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

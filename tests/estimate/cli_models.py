@@ -1,0 +1,58 @@
+"""Model factories the ``gputop estimate`` command tests name on its command line, the broken ones included."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def deep() -> tuple[nn.Module, object]:
+    blocks = [nn.Sequential(nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 128)) for _ in range(6)]
+    return nn.Sequential(*blocks), lambda b: torch.randn(b, 128)
+
+
+def raises() -> nn.Module:
+    raise ValueError("no weights file at /models/net.pt")
+
+
+def not_a_model() -> str:
+    return "a model"
+
+
+class Selective(nn.Module):
+    """Keeps only the positive inputs: a shape known only from the data."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x[x > 0].reshape(-1, 8))
+
+
+def data_dependent() -> nn.Module:
+    return Selective()
+
+
+@torch.library.custom_op("gputop_tests::scale", mutates_args=())
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+class Extension(nn.Module):
+    """Calls an operator registered without a fake kernel, as a custom CUDA extension does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scale(self.linear(x))
+
+
+def extension() -> nn.Module:
+    return Extension()

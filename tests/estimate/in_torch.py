@@ -1,0 +1,131 @@
+"""The estimate tests' work that needs torch, run in a process of its own (``python -m tests.estimate.in_torch
+WHAT``), so that the test process never imports torch (it would swell by 400 MiB, and every child forked from it
+with it). Each part prints one JSON document on stdout for the tests to judge."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import traceback
+import warnings
+from typing import Any
+
+warnings.simplefilter("ignore")  # torch's own (no NumPy) would mix with the document
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from gputop.cli import main as gputop_main  # noqa: E402
+from gputop.estimate import estimate  # noqa: E402
+from gputop.estimate.render import report_to_dict  # noqa: E402
+from tests.estimate.families import FAMILIES  # noqa: E402
+from tests.estimate.measure import measured_peak  # noqa: E402
+
+OPTIMIZERS: list[tuple[str, dict[str, Any]]] = [
+    ("sgd", {}),
+    ("sgd", {"momentum": 0.9}),
+    ("adam", {}),
+    ("adam", {"amsgrad": True}),
+    ("adamw", {}),
+    ("Adagrad", {}),
+]
+PRECISIONS = ["fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16"]
+
+
+def small_net() -> tuple[nn.Module, Any]:
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(), nn.Linear(512, 10))
+    return net, lambda b: torch.randn(b, 3, 8, 8)
+
+
+def vgg_style() -> tuple[nn.Module, Any]:
+    def block(cin: int, cout: int) -> list[nn.Module]:
+        return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+
+    net = nn.Sequential(
+        *block(3, 16),
+        *block(16, 16),
+        nn.MaxPool2d(2),
+        *block(16, 32),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 8 * 8, 128),
+        nn.ReLU(),
+        nn.Linear(128, 10),
+    )
+    return net, lambda b: torch.randn(b, 3, 32, 32)
+
+
+def embedded() -> tuple[nn.Module, Any]:
+    net = nn.Sequential(nn.Embedding(1000, 32), nn.Flatten(), nn.Linear(4 * 32, 2))
+    return net, lambda b: torch.zeros(b, 4, dtype=torch.long)
+
+
+def accumulating_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer | None) -> None:
+    """Two micro-batches' gradients accumulated before one optimizer step."""
+    args, kwargs = batch
+    for _ in range(2):
+        model(*args, **kwargs).mean().backward()
+    assert optimizer is not None
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def exact() -> dict[str, Any]:
+    """The held parts of ``small_net`` for every optimizer and precision, and the layer tables."""
+    held = {
+        f"{name} {args} {precision}": report_to_dict(
+            estimate(small_net, [4], optimizer=name, optimizer_args=args, precision=precision)
+        )["batches"][0]["held"]
+        for name, args in OPTIMIZERS
+        for precision in PRECISIONS
+    }
+    return {
+        "held": held,
+        "vgg": report_to_dict(estimate(vgg_style, [2], layers=True)),
+        "embedding": report_to_dict(estimate(embedded, [2], layers=True)),
+        "custom_step": report_to_dict(estimate(small_net, [4], step=accumulating_step)),
+        "default_step": report_to_dict(estimate(small_net, [4])),
+    }
+
+
+def accuracy() -> dict[str, Any]:
+    """For each family and batch size: the estimated peak and the one measured on a real CPU run."""
+    rows = {}
+    for family, (factory, batch_sizes) in FAMILIES.items():
+        report = estimate(factory, batch_sizes)
+        rows[family] = [
+            {
+                "batch_size": b.batch_size,
+                "estimated": b.peak_allocated_bytes,
+                "measured": measured_peak(factory, b.batch_size),
+                "activations_at_peak": b.at_peak.activations,
+            }
+            for b in report.batches
+        ]
+    return rows
+
+
+def commands(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    """``gputop`` run in this process once per argument list: exit status, stdout, stderr, and any exception
+    that escaped it as the traceback a user would have seen."""
+    results = []
+    for argv in argvs:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = gputop_main(argv)
+            except BaseException:  # the point: nothing may escape the command
+                status = -1
+                err.write(traceback.format_exc())
+        results.append({"status": status, "stdout": out.getvalue(), "stderr": err.getvalue()})
+    return results
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "commands":
+        sys.stdout.write(json.dumps(commands(json.loads(sys.argv[2]))))
+    else:
+        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy}[what]()))

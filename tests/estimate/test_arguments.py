@@ -1,0 +1,68 @@
+"""Reading what the command line gives the estimate: sizes, input shapes, optimizer arguments, factory names."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from gputop.cli.args import byte_size
+from gputop.estimate.errors import EstimateError
+from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs, parse_optimizer_args
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("80GiB", 80 * 1024**3), ("512MiB", 512 * 1024**2), ("40GB", 40 * 10**9), ("1.5GiB", 3 * 1024**3 // 2)],
+)
+def test_sizes_read_binary_and_decimal_units(text, size):
+    assert byte_size(text) == size
+
+
+def test_a_plain_number_is_bytes():
+    assert byte_size("4096") == 4096
+
+
+@pytest.mark.parametrize("text", ["", "GiB", "80 parsecs", "-1GiB", "0", "nanGiB", "1e400GiB", "٨٠GiB"])
+def test_bad_sizes_are_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        byte_size(text)
+
+
+def test_input_shapes_with_and_without_dtypes():
+    assert parse_inputs("3x224x224, 128:int64") == (InputSpec((3, 224, 224)), InputSpec((128,), "int64"))
+
+
+@pytest.mark.parametrize("text", ["3x", "x3", "3x0", "abc", "3:complex7", ""])
+def test_bad_input_shapes_name_the_part_that_is_wrong(text):
+    with pytest.raises(ValueError, match=r"shape|dtype"):
+        parse_inputs(text)
+
+
+def test_optimizer_arguments_are_python_literals():
+    assert parse_optimizer_args("lr=0.1, betas=(0.9, 0.95), nesterov=True") == {
+        "lr": 0.1,
+        "betas": (0.9, 0.95),
+        "nesterov": True,
+    }
+
+
+@pytest.mark.parametrize("text", ["0.1", "lr=", "lr=__import__('os')", "**x", "lr=a"])
+def test_optimizer_arguments_that_are_not_literals_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_optimizer_args(text)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_colon", "package.module:function"),
+        ("gputop_no_such_module:f", "cannot import gputop_no_such_module: ModuleNotFoundError"),
+        ("gputop.formatting:no_such_function", "gputop.formatting has no function no_such_function"),
+    ],
+)
+def test_a_factory_that_cannot_be_loaded_says_why(spec, message):
+    with pytest.raises(EstimateError, match=message):
+        load_factory(spec)

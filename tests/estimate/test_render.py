@@ -1,0 +1,90 @@
+"""The estimate as text and JSON, from plain values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputop.estimate.parts import BatchEstimate, LayerRow, Parts
+from gputop.estimate.render import render_text, report_to_dict
+from gputop.estimate.report import Report, Settings
+
+pytestmark = pytest.mark.fast
+
+MIB, GIB = 1024**2, 1024**3
+
+
+def batch(size: int, fits: bool | None) -> BatchEstimate:
+    at_peak = Parts(100 * MIB, 100 * MIB, 200 * MIB, activations=size * MIB, temporaries=MIB)
+    return BatchEstimate(size, at_peak, at_peak, at_peak.sum(), at_peak.sum(), 512 * MIB * 2, 1536 * MIB, fits)
+
+
+def report(memory: int | None = 80 * GIB, largest: int | None = 300, layers=None) -> Report:
+    settings = Settings("adam", {"lr": 0.1}, "bf16-mixed", False, False, 512 * MIB, memory, 0.1)
+    return Report("models:net", 26_214_400, settings, (batch(8, True), batch(64, False)), largest, 12, layers)
+
+
+def test_the_table_has_a_column_per_batch_and_a_row_per_part():
+    lines = render_text(report()).splitlines()
+    assert lines[0] == "models:net: 26,214,400 parameters, training, adam, bf16-mixed"
+    header = next(line for line in lines if line.startswith("at the peak"))
+    assert header.split()[-4:] == ["batch", "8", "batch", "64"]
+    rows = {line.split("  ")[0]: line.split()[-2:] for line in lines if "  " in line}
+    assert rows["optimizer state"] == ["200MiB", "200MiB"]
+    assert rows["activations"] == ["8.00MiB", "64.0MiB"]
+    assert rows["fits"] == ["yes", "no"]
+
+
+def test_the_conclusions_name_the_largest_batch_and_what_the_rule_of_thumb_misses():
+    text = render_text(report())
+    assert "largest batch that fits: 300 (margin 10%, 12 estimates)" in text
+    assert "rule of thumb 16 B/param: 400MiB — misses activations 8.00MiB and temporaries 1.00MiB at batch 8" in text
+
+
+def test_without_a_gpu_size_there_is_no_fits_row_and_no_search():
+    text = render_text(report(memory=None, largest=None))
+    assert "fits" not in text
+    assert "largest batch" not in text
+
+
+def test_a_model_too_large_for_one_sample_says_so():
+    assert "largest batch that fits: none, not even 1" in render_text(report(largest=0))
+
+
+def test_a_batch_at_the_search_ceiling_is_a_lower_bound():
+    assert "largest batch that fits: 1048576 or more, where the search stops" in render_text(report(largest=1 << 20))
+
+
+def test_the_layer_table_indents_by_depth():
+    layers = (LayerRow("", "Net", 0, 0, 0, 3 * MIB, 2 * MIB), LayerRow("conv", "Conv2d", 1, 1792, 7168, MIB, None))
+    lines = render_text(report(layers=layers)).splitlines()
+    assert lines[-2].startswith("(model)  Net")
+    assert lines[-1].startswith("  conv   Conv2d")
+    assert lines[-1].split()[2:5] == ["1,792", "7.00KiB", "1.00MiB"]
+
+
+def test_the_json_document_has_stable_keys_and_bytes_as_integers():
+    doc = json.loads(json.dumps(report_to_dict(report())))
+    assert list(doc) == [
+        "schema",
+        "model",
+        "parameters",
+        "settings",
+        "batches",
+        "largest_batch",
+        "search_estimates",
+        "rule_of_thumb_bytes",
+        "layers",
+    ]
+    first = doc["batches"][0]
+    assert first["at_peak"] == {
+        "weights": 100 * MIB,
+        "gradients": 100 * MIB,
+        "optimizer": 200 * MIB,
+        "activations": 8 * MIB,
+        "temporaries": MIB,
+    }
+    assert (first["nvml_bytes"], first["fits"]) == (1536 * MIB, True)
+    assert doc["settings"]["optimizer_args"] == {"lr": 0.1}
+    assert doc["rule_of_thumb_bytes"] == 16 * 26_214_400
