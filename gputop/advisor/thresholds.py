@@ -148,5 +148,3 @@ IMBALANCE_SPREAD = 0.15
 IMBALANCE_RATIO = 2.0
 """... and the most waiting rank waits at least this many times the median of the others (gputop: a spread of 15
 points on top of 60 % is noise, not one slow shard)."""
-NODE_CPU_BUSY_PERCENT = 75.0
-"""Ranks and workers beyond a node's cores hurt only while its CPUs are this busy (gputop)."""

@@ -20,9 +20,9 @@ CONFIG = AdvisorConfig(window_s=10.0)
 FIRST = 7000
 
 
-def job_of(*ranks: dict, cores: int = 8, host_cpu: float = 50.0, host_name: str | None = None):
-    """A torchrun job with one rank per dict (``wait``, ``busy``, ``steps``, ``workers``, ``batch``), and each
-    rank's window."""
+def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None):
+    """A torchrun job with one rank per dict (``wait``, ``busy``, ``steps``, ``workers``, ``worker_status``,
+    ``batch``), and each rank's window."""
     members = []
     windows = {}
     for n, figures in enumerate(ranks):
@@ -34,12 +34,12 @@ def job_of(*ranks: dict, cores: int = 8, host_cpu: float = 50.0, host_name: str 
                 batch=figures.get("batch", 32),
                 workers=figures.get("workers", 2),
             ),
-            workers(figures.get("workers", 2), first=9000 + 10 * n),
+            workers(figures.get("workers", 2), status=figures.get("worker_status", "sleeping"), first=9000 + 10 * n),
             main_busy=figures.get("busy", 0.6),
             pid=pid,
         )
         training = dataclasses.replace(training, launch=Launch(rank=n, local_rank=n, world_size=len(ranks)))
-        machine = host(cpu_percent=host_cpu, cores=cores)
+        machine = host(cores=cores)
         gpus = (dataclasses.replace(gpu(), index=n),)
         windows[pid] = window(lambda t, v=training, m=machine, g=gpus: sample(t, v, gpus=g, machine=m))
         members.append(JobRank(training, n, n, host_name))
@@ -102,17 +102,19 @@ def test_ranks_that_wait_alike_are_no_imbalance():
 
 
 def test_ranks_times_workers_beyond_the_cores_of_a_busy_node_share_the_cores_out():
-    ranks = [{"workers": 4}] * 4
-    found = node_cpu_oversubscribed(*job_of(*ranks, cores=8, host_cpu=95.0), CONFIG)
+    ranks = [{"workers": 4, "worker_status": "running"}] * 4  # 16 workers that want a CPU, and 4 ranks, on 8
+    found = node_cpu_oversubscribed(*job_of(*ranks, cores=8), CONFIG)
 
     assert found.finding.suggest == {"num_workers": 1}  # 8 cores ÷ 4 ranks, less one for each main process
     assert found.finding.title == "4 ranks and 16 DataLoader workers share 8 cores"
     assert found.pids == tuple(FIRST + n for n in range(4))
 
 
-def test_a_node_with_cores_to_spare_or_idle_cpus_is_not_oversubscribed():
-    assert node_cpu_oversubscribed(*job_of({"workers": 2}, {"workers": 2}, cores=8, host_cpu=95.0), CONFIG) is None
-    assert node_cpu_oversubscribed(*job_of(*[{"workers": 4}] * 4, cores=8, host_cpu=30.0), CONFIG) is None
+def test_a_node_with_cores_to_spare_or_idle_workers_is_not_oversubscribed():
+    busy = {"workers": 2, "worker_status": "running"}
+    assert node_cpu_oversubscribed(*job_of(busy, busy, cores=8), CONFIG) is None  # 6 processes on 8 cores
+    waiting = {"workers": 4, "worker_status": "sleeping"}  # 16 workers waiting on a full queue cost nothing
+    assert node_cpu_oversubscribed(*job_of(*[waiting] * 4, cores=8), CONFIG) is None
 
 
 # -- jobs -----------------------------------------------------------------------------------------------------------

@@ -99,9 +99,12 @@ def test_a_finding_in_json_has_the_documented_keys():
         "suggest",
         "source",
         "pid",
+        "pids",
+        "job",
         "since",
         "active",
     ]
+    assert (item["pids"], item["job"]) == ([ADVICE.pid], None)
     assert item["evidence"]["worker_pids"] == [1, 2]
     assert json.loads(json.dumps(advice_document(4242, [(ADVICE, True)], exit_code=0)))["exit_code"] == 0
 

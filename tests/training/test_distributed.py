@@ -75,9 +75,10 @@ def test_a_rank_with_a_slow_dataset_raises_rank_imbalance_not_straggler(tmp_path
 
 
 def test_ranks_times_workers_beyond_the_cores_share_the_cores_out_per_node(tmp_path, probe_dir):
-    # Enough workers per rank that the node's processes outnumber its cores, each worker busy on the CPU.
+    # Enough workers per rank that the node's processes outnumber its cores, each worker busy on the CPU with
+    # every sample, and a main loop that asks for batches faster than they come.
     workers = CORES
-    doc = torchrun(tmp_path, probe_dir, 2, "--workers", str(workers), "--work", "20", "--item-s", "0")
+    doc = torchrun(tmp_path, probe_dir, 2, "--workers", str(workers), "--work", "2", "--item-work", "400")
 
     (busy,) = found(doc, "node-cpu-oversubscribed")
     assert busy["suggest"] == {"num_workers": max(0, CORES // 2 - 1)}

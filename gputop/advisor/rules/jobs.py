@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.rules.base import Finding, pct, recent_window
-from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.advisor.window import AdvisorConfig, JobWindow, worker_activity
 from gputop.jobs import Job, JobRank
 from gputop.model import INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
 
@@ -209,8 +209,10 @@ def rank_imbalance(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
 
 
 def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
-    """The ranks of one node and their DataLoader workers are more processes than the node has cores, and its
-    CPUs are busy: the suggested ``num_workers`` shares the cores among every rank on the node."""
+    """The ranks of one node and their DataLoader workers are more processes than the node has cores, and the
+    workers want a CPU (running or runnable in at least half their readings): the suggested ``num_workers`` shares
+    the cores among every rank on the node. Whether the workers want a CPU counts, not how busy the node is:
+    other load comes and goes, and workers that wait on a full queue cost nothing."""
     stats = rank_stats(job, windows, config)
     nodes: dict[str | None, list[RankStats]] = {}
     for s in stats:
@@ -221,10 +223,11 @@ def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: 
         latest = ranks[0].window.latest
         cores = latest.host.usable_cpu_count or latest.host.cpu_count
         workers = sum(s.window.latest.num_workers or 0 for s in ranks)
-        cpu = [v for s in ranks if (v := s.window.median(lambda x: x.host.cpu_percent)) is not None]
-        busy = statistics.median(cpu) if cpu else None
-        if not cores or workers + len(ranks) <= cores or busy is None or busy < th.NODE_CPU_BUSY_PERCENT:
+        activity = [a for s in ranks if (a := worker_activity(s.window)) is not None]
+        wanting = statistics.median(a.busy_share for a in activity) if activity else 0.0
+        if not cores or workers + len(ranks) <= cores or wanting < th.WORKER_BUSY_SHARE:
             continue
+        demand = sum(s.main_busy or 0.0 for s in ranks) + sum(a.cpu_cores or 0.0 for a in activity)
         per_rank = max(0, cores // len(ranks) - 1)
         where = f" on {host}" if host else ""
         return JobFinding(
@@ -232,7 +235,8 @@ def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: 
                 severity=WARNING,
                 title=f"{len(ranks)} ranks and {workers} DataLoader workers share {cores} cores{where}",
                 detail=f"{len(ranks)} ranks{where} start {workers} workers in all, {workers + len(ranks)} processes "
-                f"for {cores} usable cores; the node's CPUs are {busy:.0f}% busy",
+                f"for {cores} usable cores; the workers want a CPU {pct(wanting)} of the time and the job keeps "
+                f"{demand:.1f} cores busy",
                 action=(
                     f"Set num_workers={per_rank} on every rank: {cores} cores ÷ {len(ranks)} ranks on the node, "
                     "less one core each for the rank's own main process. Workers beyond the cores only take "
@@ -244,7 +248,8 @@ def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: 
                     "ranks": len(ranks),
                     "workers": workers,
                     "cores": cores,
-                    "host_cpu_percent": busy,
+                    "workers_busy_share": round(wanting, 2),
+                    "job_cpu_cores": round(demand, 2),
                 },
                 suggest={"num_workers": per_rank},
             ),

@@ -19,8 +19,8 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Numbers(Dataset):
-    def __init__(self, size: int, item_s: float) -> None:
-        self.size, self.item_s = size, item_s
+    def __init__(self, size: int, item_s: float, item_work: int = 0) -> None:
+        self.size, self.item_s, self.item_work = size, item_s, item_work
 
     def __len__(self) -> int:
         return self.size
@@ -28,7 +28,10 @@ class Numbers(Dataset):
     def __getitem__(self, i: int) -> torch.Tensor:
         if self.item_s:
             time.sleep(self.item_s)
-        return torch.full((64,), float(i % 7))
+        x = torch.full((64,), float(i % 7))
+        for _ in range(self.item_work):  # decoding or augmenting a sample on the worker's CPU
+            x = torch.tanh(x * 1.01)
+        return x
 
 
 def main() -> int:
@@ -41,6 +44,7 @@ def main() -> int:
     parser.add_argument("--slow-factor", type=float, default=3.0)
     parser.add_argument("--slow-data-rank", type=int, default=None)
     parser.add_argument("--item-s", type=float, default=0.004)
+    parser.add_argument("--item-work", type=int, default=0, help="CPU work per sample in the workers")
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds each step sleeps (waiting for a GPU)")
     args = parser.parse_args()
 
@@ -51,7 +55,7 @@ def main() -> int:
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     item_s = args.item_s if rank == args.slow_data_rank else 0.0
     loader = DataLoader(
-        Numbers(1_000_000, item_s),
+        Numbers(1_000_000, item_s, args.item_work),
         batch_size=args.batch_size,
         num_workers=args.workers,
         persistent_workers=args.workers > 0,
