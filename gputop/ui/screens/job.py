@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import RowKey
 
 from gputop.jobs import find_jobs
-from gputop.model import Snapshot
+from gputop.model import Advice, Snapshot
 from gputop.ui.job_target import job_findings, straggler_pid
 from gputop.ui.process_rows import Column
 from gputop.ui.screens.training import TrainingScreen
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from gputop.ui.app import GputopApp
 
 TALL_MIN_HEIGHT = 40
-"""From this many lines the findings get more lines before the table."""
+"""From this many lines the findings are shown in full when they take at most half the screen."""
+BRIEF_LINES = 3
 SCROLLBAR_CELLS = 1
 
 
@@ -121,17 +122,23 @@ class JobScreen(Screen[None]):
             self.query_one(AdvicePanel).shown = AdviceShown(())
             return
         self._seen = True
-        advice = self.gputop.advice
-        limit = 8 if self.size.height >= TALL_MIN_HEIGHT else 3
-        findings = job_findings(advice, job)
-        self.query_one(AdvicePanel).shown = AdviceShown(
-            findings, show_pid=True, limit=limit, note=self.gputop.advice_note
-        )
+        findings = job_findings(self.gputop.advice, job)
+        self._show_findings(findings)
         rows = rank_rows(job, snap, straggler_pid(findings, job))
         columns = job_columns(job, rows, max(0, table.size.width or self.size.width) - SCROLLBAR_CELLS)
         set_border_title(table, job_title(job, rows))
         palette = self._palette()
         self._fill(table, columns, [(row.pid, rank_cells(row, columns, palette)) for row in rows])
+
+    def _show_findings(self, findings: tuple[Advice, ...]) -> None:
+        """In full where they take at most half of a tall screen, else one line each (``l`` has them in full)."""
+        panel = self.query_one(AdvicePanel)
+        note = self.gputop.advice_note
+        if self.size.height >= TALL_MIN_HEIGHT:
+            panel.shown = AdviceShown(findings, full=True, note=note)
+            if panel.line_count(self.size.width) <= self.size.height // 2:
+                return
+        panel.shown = AdviceShown(findings, show_pid=True, limit=BRIEF_LINES, note=note)
 
     def _missing_words(self, snap: Snapshot) -> str:
         if self._seen:
