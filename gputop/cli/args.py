@@ -74,6 +74,16 @@ def seconds(text: str) -> float:
     return value
 
 
+_JOB_ID = re.compile(r"[0-9a-f]{1,16}", re.ASCII)
+
+
+def job_id(text: str) -> str:
+    """A job's id as the job view shows it (``gputop.jobs.short_id``): 1 to 16 lowercase hex digits."""
+    if not _JOB_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a job id (1 to 16 hex digits, as the job view shows it): {text!r}")
+    return text
+
+
 pid = positive_int(f"a process id (1 to {MAX_PID})", MAX_PID)
 count = positive_int("a count of 1 or more", 1_000_000_000)
 

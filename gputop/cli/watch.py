@@ -17,13 +17,16 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
     checks.add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
     parser.add_argument("--pid", type=checks.pid, metavar="PID", help="focus on one process, its children and workers")
+    parser.add_argument(
+        "--job", type=checks.job_id, metavar="ID", help="open the dashboard on one training job's ranks (its job view)"
+    )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
 
 
 def main(args: argparse.Namespace) -> int:
     if args.once or args.json:
         return once(args.json, args.pid)
-    return dashboard(args.interval, args.pid, args.readonly)
+    return dashboard(args.interval, args.pid, args.readonly, args.job)
 
 
 def once(as_json: bool, pid: int | None) -> int:
@@ -43,9 +46,9 @@ def once(as_json: bool, pid: int | None) -> int:
     return 0
 
 
-def dashboard(interval_s: float, pid: int | None, readonly: bool) -> int:
+def dashboard(interval_s: float, pid: int | None, readonly: bool, job_id: str | None = None) -> int:
     try:
         from gputop.ui.app import run_dashboard
     except ImportError as exc:
         return needs_textual(exc, "the dashboard", "; gputop --once and --json work without it")
-    return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly)
+    return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly, job_id=job_id)

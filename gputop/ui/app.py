@@ -28,6 +28,7 @@ from gputop.ui.keys import HelpGroup, HelpRow, key_help
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.job import JobScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.terminal import driver_class
 from gputop.ui.widgets.process_table import ProcessTable
@@ -72,12 +73,13 @@ class Mode(Protocol):
 
 def dashboard_help_groups(app_bindings: HelpGroup = ()) -> list[HelpGroup]:
     """The dashboard's keys for the help: the app's (``GputopApp.BINDINGS`` unless given), the overview's, the
-    process table's, a process's detail and the training screen."""
+    process table's, a process's detail, the job screen and the training screen."""
     return [
         app_bindings or GputopApp.BINDINGS,
         DashboardScreen.BINDINGS,
         [*ProcessTable.BINDINGS, MOVEMENT_KEYS],
         ProcessDetailScreen.BINDINGS,
+        JobScreen.BINDINGS,
         TrainingScreen.BINDINGS,
     ]
 
@@ -155,6 +157,7 @@ class GputopApp(App[int]):
         readonly: bool = False,
         user: str | None = None,
         notice: str | None = None,
+        job_id: str | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class())
         self.feed = feed
@@ -164,6 +167,8 @@ class GputopApp(App[int]):
         self.user = user if user is not None else getpass.getuser()
         self.notices: tuple[str, ...] = (notice,) if notice else ()
         """Lines the banner shows above whatever the snapshot calls for (``gputop demo`` says what it runs)."""
+        self.job_id = job_id
+        """The job whose view opens on top of the first screen (``--job``)."""
         self.status_label = ""
         """What the status bar names besides the host (a replay's file)."""
         self.set_reactive(GputopApp.interval_s, interval_s)
@@ -203,6 +208,8 @@ class GputopApp(App[int]):
 
     def on_mount(self) -> None:
         self.push_screen(self.mode.main_screen())
+        if self.job_id is not None:
+            self.push_screen(JobScreen(self.job_id))
         self.feed.start(self)
         self.mode.mounted()
 
@@ -268,18 +275,20 @@ def run_dashboard(
     advisor_config: AdvisorConfig | None = None,
     notice: str | None = None,
     close: threading.Event | None = None,
+    job_id: str | None = None,
 ) -> int:
     """Run the live dashboard until the user quits; returns the exit status. ``on_snapshot`` also gets every
     snapshot, on the sampler's thread (``gputop run``'s recording and report). ``advisor_config`` sets the
     advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
-    closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up)."""
+    closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up). ``job_id`` opens that job's view
+    on top (``--job``)."""
     from gputop.collect.sampler import Sampler, SnapshotMaker
 
     source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
     if on_snapshot is not None:
         source.subscribe(on_snapshot)
     feed = LiveFeed(source, Advisor(pid, advisor_config))
-    app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice)
+    app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice, job_id=job_id)
     ended = threading.Event()
     if close is not None:
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from gputop.ui.app import GputopApp
-from tests.ui import container_scenes, scenes, training_scenes
+from tests.ui import container_scenes, job_scenes, scenes, training_scenes
 
 MakeApp = Callable[..., GputopApp]
 SMALL = (80, 24)
@@ -85,3 +85,10 @@ def test_findings_in_full_at_80x24(snap_compare, make_app: MakeApp) -> None:
 def test_processes_in_containers_pods_and_jobs(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
     app = make_app(scenes.history(container_scenes.container_node))
     assert snap_compare(app, terminal_size=size, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_job_view_with_a_straggler(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    snapshots = scenes.history(job_scenes.torchrun_job)
+    app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.ADVICE))
+    assert snap_compare(app, terminal_size=size, press=["j"], run_before=two_frames)

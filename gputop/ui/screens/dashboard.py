@@ -13,7 +13,9 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from gputop.jobs import find_jobs
 from gputop.model import Snapshot
+from gputop.ui.job_target import job_target
 from gputop.ui.process_rows import (
     COLUMNS,
     ViewOptions,
@@ -24,6 +26,7 @@ from gputop.ui.process_rows import (
     focus_gpus,
 )
 from gputop.ui.screens.detail import ProcessDetailScreen
+from gputop.ui.screens.job import JobScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.training import gpu_totals
@@ -82,6 +85,14 @@ class DashboardScreen(Screen[None]):
             "training",
             "Training",
             tooltip="The training process in full: DataLoader, every worker, GPU memory, the advisor's findings",
+        ),
+        # Out of the footer, whose room at 80 columns is taken; the key help lists it.
+        Binding(
+            "j",
+            "job",
+            "Job",
+            show=False,
+            tooltip="The job of the selected process: its ranks side by side, the straggler marked, its findings",
         ),
     ]
 
@@ -227,6 +238,16 @@ class DashboardScreen(Screen[None]):
     def action_training(self) -> None:
         if self.training_pid is not None:
             self.app.push_screen(TrainingScreen(self.training_pid))
+
+    def action_job(self) -> None:
+        snap = self.gputop.snapshot
+        selected = self.query_one(ProcessTable).selected
+        pid = None if selected is None else selected.pid
+        job = None if snap is None else job_target(find_jobs(snap), pid, self.gputop.focus_pid)
+        if job is None:
+            self.app.notify("No training job here: no process shows training evidence.", timeout=4)
+        else:
+            self.app.push_screen(JobScreen(job.id))
 
     @on(ProcessTable.HeaderSelected)
     def _sort_by_header(self, event: ProcessTable.HeaderSelected) -> None:

@@ -24,9 +24,10 @@ SIDE_BY_SIDE_MIN = 150
 
 
 def job_advice(advice: tuple[Advice, ...], snap: Snapshot, view: TrainingView) -> tuple[Advice, ...]:
-    """The findings about ``view``'s process and the training processes below it (a torchrun agent's ranks)."""
+    """The findings about ``view``'s process and the training processes below it (a torchrun agent's ranks),
+    including those about a whole job it is a rank of (a finding merged over every rank)."""
     pids = {v.pid for v in job_views(snap.training, view.pid)}
-    return tuple(a for a in advice if a.pid in pids)
+    return tuple(a for a in advice if pids.intersection(a.concerns))
 
 
 class TrainingScreen(Screen[None]):

@@ -1,0 +1,212 @@
+"""The text of the job view: one row per rank of a job, with the figures that tell the ranks apart.
+
+Pure functions of a ``Job`` (gputop/jobs.py), the snapshot it comes from and a palette, so the table is tested
+without a terminal. An unknown value reads ``N/A``; a GPU figure of a rank on no GPU reads ``-``. Host names come
+from other machines and are made printable before they are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from rich.style import Style
+from rich.text import Text
+
+from gputop.formatting import NA, fmt_bytes, fmt_percent
+from gputop.jobs import Job, JobRank
+from gputop.model import Snapshot
+from gputop.sanitize import printable
+from gputop.ui.process_rows import Column
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.process_cells import NOT_ON_GPU
+from gputop.ui.text.training import wait_style
+
+CELL_PADDING = 1
+"""Blank cells on each side of a column (the table widget's padding)."""
+STRAGGLER_MARK = "◀"
+STRAGGLER_NOTE = "straggler"
+HOST_CELLS = 14
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("rank", "RANK", 6),
+    Column("host", "HOST", HOST_CELLS),
+    Column("pid", "PID", 7, right=True),
+    Column("gpu", "GPU", 3, right=True),
+    Column("steps", "STEPS/S", 7, right=True),
+    Column("data_wait", "DATA WAIT", 9, right=True),
+    Column("sync_wait", "SYNC WAIT", 9, right=True),
+    Column("busy", "BUSY", 4, right=True),
+    Column("sm", "SM", 4, right=True),
+    Column("gpu_mem", "GPU MEM", 7, right=True),
+    Column("workers", "WORKERS", 7, right=True),
+    Column("workers_cpu", "WORKERS CPU", 11, right=True),
+    Column("note", "", len(STRAGGLER_NOTE)),
+)
+FOLD_ORDER = ("note", "workers", "workers_cpu", "sm", "gpu_mem", "busy", "steps", "gpu")
+"""The columns a narrow table leaves out, least important first; rank, host, PID and the two waits always stay."""
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank's figures at the latest snapshot; None where unknown. Shares are 0-1, percents 0-100."""
+
+    pid: int
+    rank: int | None = None
+    host: str | None = None
+    gpus: tuple[int, ...] = ()
+    steps_per_s: float | None = None
+    data_wait_share: float | None = None
+    sync_wait_share: float | None = None
+    gpu_busy_percent: float | None = None
+    sm_activity_percent: float | None = None
+    gpu_memory_bytes: int | None = None
+    workers: int = 0
+    workers_cpu_percent: float | None = None
+    straggler: bool = False
+
+
+def distributed(job: Job) -> bool:
+    """Whether the ranks synchronise with each other, so that waiting for the others means something."""
+    return len(job.ranks) > 1 or (job.world_size or 0) > 1
+
+
+def sync_wait(busy_share: float | None, data_wait_share: float | None) -> float | None:
+    """The share of a step the main thread is off the CPU outside the data wait: in data-parallel training, the
+    wait inside the collective (NCCL or gloo) for the other ranks. Unknown unless both shares are known."""
+    if busy_share is None or data_wait_share is None:
+        return None
+    return max(0.0, 1.0 - busy_share - data_wait_share)
+
+
+def rank_row(rank: JobRank, snap: Snapshot, straggler: bool = False) -> RankRow:
+    view = rank.view
+    loader = view.loader if view.probe.ok else None
+    wait = None if loader is None else loader.data_wait_share
+    rows = [p for p in snap.processes if p.pid == rank.pid]
+    gpus = tuple(sorted({p.gpu_index for p in rows}))
+    by_index = {g.index: g for g in snap.gpus}
+    busy = [v for i in gpus if i in by_index and (v := by_index[i].utilization_gpu_percent) is not None]
+    sm = [v for i in gpus if i in by_index and (v := by_index[i].sm_activity_percent) is not None]
+    memory = [p.gpu_memory_bytes for p in rows if p.gpu_memory_bytes is not None]
+    return RankRow(
+        pid=rank.pid,
+        rank=rank.rank,
+        host=None if rank.host is None else printable(rank.host),
+        gpus=gpus,
+        steps_per_s=None if loader is None else loader.steps_per_s,
+        data_wait_share=wait,
+        sync_wait_share=sync_wait(view.main_thread.busy_share, wait),
+        gpu_busy_percent=fmean(busy) if busy else None,
+        sm_activity_percent=fmean(sm) if sm else None,
+        gpu_memory_bytes=sum(memory) if memory else None,
+        workers=len(view.workers),
+        workers_cpu_percent=view.workers_cpu_percent,
+        straggler=straggler,
+    )
+
+
+def rank_rows(job: Job, snap: Snapshot, straggler_pid: int | None = None) -> list[RankRow]:
+    """The job's ranks in its order (by rank), ``straggler_pid``'s marked."""
+    return [rank_row(r, snap, r.pid == straggler_pid) for r in job.ranks]
+
+
+def table_width(columns: Sequence[Column]) -> int:
+    return sum(c.width + 2 * CELL_PADDING for c in columns)
+
+
+def job_columns(job: Job, rows: Sequence[RankRow], width: int) -> tuple[Column, ...]:
+    """The columns that fit in ``width`` cells: HOST only when some rank runs on a named host, SYNC WAIT only for
+    a distributed job, the straggler's note only while there is one; then ``FOLD_ORDER`` until the rest fits."""
+    left_out = set()
+    if not any(r.host for r in rows):
+        left_out.add("host")
+    if not distributed(job):
+        left_out.add("sync_wait")
+    if not any(r.straggler for r in rows):
+        left_out.add("note")
+    columns = [c for c in COLUMNS if c.key not in left_out]
+    for key in FOLD_ORDER:
+        if table_width(columns) <= width:
+            break
+        columns = [c for c in columns if c.key != key]
+    return tuple(columns)
+
+
+def _rate(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def _share(value: float | None) -> str:
+    return NA if value is None else fmt_percent(value * 100)
+
+
+def _gpu_value(row: RankRow, value: str | None) -> str:
+    return value if value is not None else NA if row.gpus else NOT_ON_GPU
+
+
+def cell_text(row: RankRow, key: str) -> str:
+    """The words in column ``key`` for ``row``."""
+    if key == "rank":
+        rank = "?" if row.rank is None else str(row.rank)
+        return f"{rank} {STRAGGLER_MARK}" if row.straggler else rank
+    if key == "host":
+        return row.host or "local"
+    if key == "pid":
+        return str(row.pid)
+    if key == "gpu":
+        return ",".join(map(str, row.gpus)) or NOT_ON_GPU
+    if key == "steps":
+        return NA if row.steps_per_s is None else _rate(row.steps_per_s)
+    if key == "data_wait":
+        return _share(row.data_wait_share)
+    if key == "sync_wait":
+        return _share(row.sync_wait_share)
+    if key == "busy":
+        return _gpu_value(row, None if row.gpu_busy_percent is None else fmt_percent(row.gpu_busy_percent))
+    if key == "sm":
+        return _gpu_value(row, None if row.sm_activity_percent is None else fmt_percent(row.sm_activity_percent))
+    if key == "gpu_mem":
+        return _gpu_value(row, None if row.gpu_memory_bytes is None else fmt_bytes(row.gpu_memory_bytes))
+    if key == "workers":
+        return str(row.workers)
+    if key == "workers_cpu":
+        return NA if row.workers_cpu_percent is None else fmt_percent(row.workers_cpu_percent)
+    if key == "note":
+        return STRAGGLER_NOTE if row.straggler else ""
+    raise KeyError(key)
+
+
+def rank_cells(row: RankRow, columns: Sequence[Column], p: Palette) -> tuple[Text, ...]:
+    """The cells of ``row``: placeholders dimmed, the data wait in the advisor's colours, the straggler's row in
+    the warning style, its rank marked so it reads without colour too."""
+    row_style = p.warn + Style(bold=True) if row.straggler else Style()
+    cells = []
+    for column in columns:
+        text = cell_text(row, column.key)
+        style = row_style
+        if text in (NA, NOT_ON_GPU):
+            style = p.dim
+        elif column.key == "data_wait" and not row.straggler:
+            style = wait_style(row.data_wait_share, p) if (row.data_wait_share or 0) > 0 else Style()
+        cells.append(
+            Text(text, style=style, justify="right" if column.right else "left", no_wrap=True, overflow="ellipsis")
+        )
+    return tuple(cells)
+
+
+def job_title(job: Job, rows: Sequence[RankRow]) -> str:
+    """``Job 1a2b3c4d · torchrun · 4 ranks of 4 · rank 2 holds the others back``."""
+    ranks = f"{len(job.ranks)} rank" + ("s" if len(job.ranks) != 1 else "")
+    if job.world_size is not None and job.world_size != len(job.ranks):
+        ranks += f" of {job.world_size}"
+    parts = [f"Job {job.id}", job.kind, ranks]
+    hosts = [h for h in job.hosts if h]
+    if len(hosts) > 1:
+        parts.append(f"{len(hosts)} hosts")
+    straggler = next((r for r in rows if r.straggler), None)
+    if straggler is not None:
+        parts.append(f"straggler: rank {'?' if straggler.rank is None else straggler.rank} (PID {straggler.pid})")
+    return " " + " · ".join(parts) + " "
