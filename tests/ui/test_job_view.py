@@ -61,7 +61,8 @@ async def test_the_jobs_findings_stand_on_top_merged_ones_included(make_app: Mak
     async with app.run_test(size=(160, 48)) as pilot:
         text = lines((await open_job(pilot)).query_one(AdvicePanel))
         assert "Straggler: rank 2 holds the other 3 back" in text
-        assert "room for a larger batch" in text
+        assert "pin_memory is off in a CUDA job" in text
+        assert "PIDs 9101, 9102, 9103, 9104 of job" in text
 
 
 async def test_enter_opens_the_training_screen_of_the_selected_rank_and_esc_comes_back(make_app: MakeApp) -> None:

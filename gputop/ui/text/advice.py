@@ -66,7 +66,7 @@ def brief_lines(
     for item in shown:
         line = mark(item, p)
         if show_pid:
-            line.append(f"PID {item.pid}  ", style=p.label)
+            line.append(f"PID {item.pid}{'+' if item.pids else ''}  ", style=p.label)
         tail = Text()
         if item.suggest:
             tail.append("  → ", style=p.label).append(item.suggest_text, style="bold")
@@ -110,7 +110,13 @@ def full_lines(advice: Sequence[Advice], width: int, p: Palette) -> list[Text]:
         if evidence:
             lines += _wrapped(evidence, width, p.dim, first="evidence: ")
         since = time.strftime("%H:%M:%S", time.localtime(item.since))
-        lines.append(Text(f"{'':{INDENT}}{item.id} · PID {item.pid} · from {item.source} · since {since}", style=p.dim))
+        lines.append(Text(f"{'':{INDENT}}{item.id} · {who(item)} · from {item.source} · since {since}", style=p.dim))
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines
+
+
+def who(item: Advice) -> str:
+    """``PID 4242``, or for a finding that holds for several processes ``PIDs 4242, 4243 of job 3f9c01ab``."""
+    words = f"PID {item.pid}" if not item.pids else "PIDs " + ", ".join(map(str, item.pids))
+    return words + (f" of job {item.job}" if item.job else "")
