@@ -50,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         request = hosts.request(args)
+        watch.check(args)
         if args.pid is not None:
             check_pid_exists(args.pid)
         if args.command == "record":

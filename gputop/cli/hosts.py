@@ -45,6 +45,7 @@ def request(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -
         ("--once", args.once),
         ("--json", args.json),
         ("--pid", args.pid is not None),
+        ("--job", getattr(args, "job", None) is not None),
         (f"gputop {args.command}", args.command is not None),
     ):
         if given:

@@ -23,6 +23,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
 
 
+def check(args: argparse.Namespace) -> None:
+    """Options that do not go together, before anything starts."""
+    if args.command is None and args.job is not None and (args.once or args.json):
+        flag = "--json" if args.json else "--once"
+        raise checks.UsageError(f"--job opens the dashboard's job view; {flag} shows every job's ranks already")
+
+
 def main(args: argparse.Namespace) -> int:
     if args.once or args.json:
         return once(args.json, args.pid)

@@ -31,3 +31,19 @@ def test_a_malformed_job_id_is_one_line_and_exit_status_2(capsys: pytest.Capture
 
 def test_a_well_formed_job_id_is_kept_for_the_dashboard() -> None:
     assert cli.build_parser().parse_args(["--job", "02f76fe8"]).job == "02f76fe8"
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--json", "--job", "02f76fe8"], "--job opens the dashboard's job view; --json shows every job's ranks"),
+        (["--once", "--job", "02f76fe8"], "--job opens the dashboard's job view; --once shows every job's ranks"),
+        (["--host", "a", "--job", "02f76fe8"], "--host and --hosts-file cannot be combined with --job"),
+    ],
+)
+def test_job_with_an_option_it_cannot_go_with_is_one_line_and_exit_2(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gputop: error: {error}") and err.count("\n") == 1
