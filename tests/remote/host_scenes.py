@@ -10,10 +10,20 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from gputop.model import COMPUTE, GpuProcess, HostProcess, Snapshot
+from gputop.model import (
+    COMPUTE,
+    EVIDENCE_PROBE,
+    PROBE_OK,
+    GpuProcess,
+    HostProcess,
+    Launch,
+    ProbeReport,
+    Snapshot,
+    TrainingView,
+)
 from gputop.remote.hostspec import HostSpec
 from gputop.remote.status import LIVE, UNREACHABLE, HostEvent, HostStatus
-from tests.ui import scenes
+from tests.ui import scenes, training_scenes
 
 TRAINING_HOST = "gpu-node-07"
 SERVING_HOST = "gpu-node-08"
@@ -136,3 +146,49 @@ class ScriptedFleet:
     def push(self, event: HostEvent) -> None:
         for callback in self.subscribers:
             callback(event)
+
+
+SECOND_TRAINING_HOST = "gpu-node-10"
+RUN_ID = "llama3-8b-0412"
+
+
+def ranked(snap: Snapshot, first_rank: int, world: int, hostname: str, pid_offset: int = 0) -> Snapshot:
+    """``snap`` with a training view for each torchrun rank (the ``train.py`` processes): ranks ``first_rank`` on
+    of a ``world``-rank run, their launcher variables, a probe's DataLoader numbers; on ``hostname``, its PIDs
+    moved by ``pid_offset`` (another machine's)."""
+    ranks = [p for p in snap.processes if p.pid in scenes.RANK_PIDS]
+    views = []
+    for n, proc in enumerate(ranks):
+        wait = 0.02 + 0.01 * n + (0.31 if first_rank + n == 13 else 0.0)  # one slow shard on the second node
+        launch = Launch(
+            rank=first_rank + n,
+            local_rank=n,
+            world_size=world,
+            local_world_size=len(ranks),
+            group_rank=first_rank // len(ranks),
+            run_id=RUN_ID,
+            master_addr=TRAINING_HOST,
+            master_port=29500,
+        )
+        loader = training_scenes.loader_view(snap.time, wait, 3.1)
+        probe = ProbeReport(PROBE_OK, age_s=0.3, rank=first_rank + n, world_size=world, loaders=(loader,))
+        views.append(TrainingView(proc.pid + pid_offset, probe=probe, launch=launch, evidence=(EVIDENCE_PROBE,)))
+    moved = tuple(replace(p, pid=p.pid + pid_offset) for p in snap.processes)
+    hosts = tuple(replace(h, pid=h.pid + pid_offset) for h in snap.host_processes)
+    return replace(
+        snap, host=replace(snap.host, hostname=hostname), processes=moved, host_processes=hosts, training=tuple(views)
+    )
+
+
+def two_node_events(ticks: int = scenes.HISTORY_TICKS) -> list[HostEvent]:
+    """Two training nodes running one 16-rank torchrun job, eight ranks each, and the serving node."""
+    out = []
+    for train in scenes.history(scenes.training_node, ticks):
+        out.append(HostEvent(_live(TRAINING_HOST, train.time), ranked(train, 0, 16, TRAINING_HOST)))
+        second = ranked(train, 8, 16, SECOND_TRAINING_HOST, pid_offset=1000)
+        out.append(HostEvent(_live(SECOND_TRAINING_HOST, train.time), second))
+        out.append(HostEvent(_live(SERVING_HOST, train.time), serving_node(train.time)))
+    return out
+
+
+TWO_NODE_SPECS = (HostSpec(TRAINING_HOST), HostSpec(SECOND_TRAINING_HOST), HostSpec(SERVING_HOST))

@@ -29,3 +29,8 @@ def test_the_dead_host_selected(snap_compare) -> None:
 
 def test_one_host_opened(snap_compare) -> None:
     assert snap_compare(three_hosts(), terminal_size=SMALL, press=["down", "enter"], run_before=two_frames)
+
+
+def test_one_job_on_two_training_nodes(snap_compare) -> None:
+    fleet = host_scenes.ScriptedFleet(host_scenes.TWO_NODE_SPECS, events=host_scenes.two_node_events())
+    assert snap_compare(hosts_app(fleet, user="alice"), terminal_size=LARGE, run_before=two_frames)

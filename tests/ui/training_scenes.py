@@ -64,6 +64,11 @@ def _epoch(t: float) -> tuple[int, float]:
     return epoch, STARTED + (epoch - 1) * EPOCH_S
 
 
+def loader_view(t: float, wait: float, steps: float) -> LoaderView:
+    """A persistent, pinned DataLoader's numbers at ``t``: what a healthy rank's probe reports."""
+    return _loader(t, wait, steps, persistent=True, pin=True)
+
+
 def _loader(t: float, wait: float, steps: float, persistent: bool, pin: bool) -> LoaderView:
     epoch, _ = _epoch(t)
     config = LoaderConfig(
