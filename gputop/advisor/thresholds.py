@@ -141,8 +141,9 @@ STRAGGLER_SLOWER = 0.15
 """A rank that computes this much longer per step (its main thread's time on the CPU) than the median of the
 others holds them back (issue 16: "well above the job's median (say more than 15 %)")."""
 STRAGGLER_OTHERS_WAIT = 0.10
-"""... while the other ranks wait for it (off the CPU outside the data wait) at least this share of each step
-(gputop: below that, a slower rank costs the job little)."""
+"""... while the other ranks wait for it (off the CPU outside the data wait) at least this share of each step, and
+its extra compute is at least this share of a step (gputop: below that, a slower rank costs the job little, and
+a few percent of busy share between ranks that mostly wait is noise)."""
 IMBALANCE_SPREAD = 0.15
 """Data wait shares this far apart across the ranks of one job (max less min) are an imbalance (gputop)."""
 IMBALANCE_RATIO = 2.0

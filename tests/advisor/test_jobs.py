@@ -74,6 +74,12 @@ def test_a_rank_slow_for_want_of_data_is_no_straggler():
     assert straggler(*job_of({"busy": 0.3, "wait": 0.02}, {"busy": 0.3, "wait": 0.5}), CONFIG) is None
 
 
+def test_a_little_more_compute_in_a_step_that_mostly_waits_is_no_straggler():
+    # 6% against 4% busy is 50% more compute, but 2% of a step: not what a 90% wait of the others is made of.
+    job, windows = job_of({"busy": 0.04, "wait": 0.02}, {"busy": 0.06, "wait": 0.9})
+    assert straggler(job, windows, CONFIG) is None
+
+
 def test_no_straggler_in_a_balanced_job_or_when_nobody_waits():
     assert straggler(*job_of({"busy": 0.6}, {"busy": 0.62}, {"busy": 0.58}), CONFIG) is None
     # Rank 1 does more, but the others are not waiting for it (they are busy too): not holding anyone back.

@@ -106,8 +106,12 @@ def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig)
     others = [s for s in stats if s is not slowest]
     own = statistics.median(s.own_s or 0.0 for s in others)
     waiting = statistics.median(s.others_wait or 0.0 for s in others)
-    if not own or (slowest.own_s or 0.0) < own * (1 + th.STRAGGLER_SLOWER) or waiting < th.STRAGGLER_OTHERS_WAIT:
+    excess = (slowest.own_s or 0.0) - own
+    step_s = 1 / slowest.steps_per_s if slowest.steps_per_s else 0.0
+    if not own or excess < own * th.STRAGGLER_SLOWER or waiting < th.STRAGGLER_OTHERS_WAIT:
         return None
+    if excess < th.STRAGGLER_OTHERS_WAIT * step_s:
+        return None  # more compute, but too little of a step to be what the others wait for
     slower = (slowest.own_s or 0.0) / own - 1
     name = rank_name(slowest.rank)
     gpus = slowest.window.latest.gpus
