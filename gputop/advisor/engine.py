@@ -68,7 +68,7 @@ def advice_of(
         evidence=dict(finding.evidence),
         suggest=dict(finding.suggest),
         job=job,
-        pids=pids if len(pids) > 1 else (),
+        pids=(pid, *(p for p in pids if p != pid)) if len(pids) > 1 else (),
     )
 
 

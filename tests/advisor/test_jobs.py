@@ -55,7 +55,7 @@ def test_a_rank_whose_own_work_is_longer_while_the_others_wait_is_the_straggler(
 
     found = straggler(job, windows, CONFIG)
 
-    assert found.pid == FIRST + 2
+    assert found.pid == FIRST + 2 and found.finding.evidence["host"] == "node-b"
     assert found.finding.title == "Straggler: rank 2 holds the other 3 back"
     assert found.finding.evidence["own_step_s"] == pytest.approx(0.18)
     assert found.finding.evidence["others_own_step_s"] == pytest.approx(0.1)

@@ -135,7 +135,7 @@ def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig)
             evidence={
                 "rank": slowest.rank.rank,
                 "pid": slowest.rank.pid,
-                "host": slowest.rank.host,
+                **({"host": slowest.rank.host} if slowest.rank.host else {}),
                 "own_step_s": round(slowest.own_s or 0.0, 4),
                 "others_own_step_s": round(own, 4),
                 "others_wait_share": round(waiting, 3),
