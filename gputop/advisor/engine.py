@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
@@ -119,7 +119,8 @@ class Advisor:
             windows = {pid: JobWindow(tuple(self._samples[pid])) for pid in job.pids}
             for job_rule in self.job_rules:
                 self._evaluate_job(job_rule, job, windows, snap.time)
-        ended = {job_id for job_id in self._jobs if job_id not in {j.id for j in jobs}}
+        current = {j.id for j in jobs}
+        ended = [job_id for job_id in self._jobs if job_id not in current]
         for pid in set(self._samples) - alive:  # the process ended: its findings end with it
             del self._samples[pid]
             self._gpus.pop(pid, None)
@@ -185,30 +186,46 @@ class Advisor:
         return [(view, ranks.get(view.pid, 1)) for view in views]
 
     def _evaluate_job(self, rule: JobRule, job: Job, windows: dict[int, JobWindow], now: float) -> None:
-        state = self._states.setdefault((job.id, rule.id), _RuleState())
         found: JobFinding | None = rule.check(job, windows, self.config)
-        share = state.record(now, found is not None, rule.hold_s(self.config))
-        if state.advice is None:
-            if found is not None and share is not None and share >= th.FIRE_SHARE:
-                state.advice = advice_of(rule, found.finding, found.pid, now, job.id, found.pids)
-        elif share is not None and share <= th.CLEAR_SHARE:
-            state.advice = None
-        elif found is not None:
-            state.advice = advice_of(rule, found.finding, found.pid, state.advice.since, job.id, found.pids)
-        if state.advice is not None:
-            self._raised[(job.id, rule.id)] = state.advice
+        pid, pids = (found.pid, found.pids) if found is not None else (job.pids[0], job.pids)
+        self._hold(
+            (job.id, rule.id),
+            now,
+            rule.hold_s(self.config),
+            None if found is None else found.finding,
+            lambda finding, since: advice_of(rule, finding, pid, since, job.id, pids),
+        )
 
     def _evaluate(self, rule: Rule, window: JobWindow) -> None:
-        pid, now = window.latest.pid, window.latest.time
-        state = self._states.setdefault((pid, rule.id), _RuleState())
+        pid = window.latest.pid
         finding = rule.check(window, self.config)
-        share = state.record(now, finding is not None, rule.hold_s(self.config))
+        self._hold(
+            (pid, rule.id),
+            window.latest.time,
+            rule.hold_s(self.config),
+            finding,
+            lambda found, since: advice_of(rule, found, pid, since),
+        )
+
+    def _hold(
+        self,
+        key: StateKey,
+        now: float,
+        hold_s: float,
+        finding: Finding | None,
+        advice: Callable[[Finding, float], Advice],
+    ) -> None:
+        """The hysteresis of one rule for one process or job: raise its finding once the condition held for
+        ``FIRE_SHARE`` of ``hold_s``, keep it up to date while it holds, clear it once it held for ``CLEAR_SHARE``
+        or less; ``advice`` makes the finding's ``Advice`` with the time it was first raised."""
+        state = self._states.setdefault(key, _RuleState())
+        share = state.record(now, finding is not None, hold_s)
         if state.advice is None:
             if finding is not None and share is not None and share >= th.FIRE_SHARE:
-                state.advice = advice_of(rule, finding, pid, now)
+                state.advice = advice(finding, now)
         elif share is not None and share <= th.CLEAR_SHARE:
             state.advice = None
         elif finding is not None:
-            state.advice = advice_of(rule, finding, pid, state.advice.since)
+            state.advice = advice(finding, state.advice.since)
         if state.advice is not None:
-            self._raised[(pid, rule.id)] = state.advice
+            self._raised[key] = state.advice
