@@ -124,6 +124,8 @@ class _Job:
     launch: Launch | None = None
     launch_read: bool = False
     torch_threads: bool = False
+    threads_checked: int | None = -1
+    """The thread count at which the threads' names were last read (-1: never)."""
 
 
 @dataclass
@@ -285,8 +287,10 @@ class TrainingCollector:
         if not job.launch_read:  # the environment a process was started with does not change
             job.launch, job.launch_read = read_launch(pid), True
         launch = merged(job.launch, probe.launch)
-        if not job.torch_threads and host.name != AGENT_NAME and (tick.slow or job.view is None):
+        if not job.torch_threads and host.name != AGENT_NAME and job.threads_checked != host.num_threads:
+            # Read the threads' names again only when their number changed: torch names a thread as it starts it.
             job.torch_threads = host.name == MAIN_THREAD_NAME or bool(threads_named(pid, TORCH_THREAD_PREFIX))
+            job.threads_checked = host.num_threads
         evidence: list[Evidence] = []
         if probe.status in (PROBE_OK, PROBE_STALE):
             evidence.append(EVIDENCE_PROBE)

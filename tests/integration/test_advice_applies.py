@@ -12,7 +12,7 @@ from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.rules import RULES
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
-from gputop.model import EVIDENCE_WORKERS
+from gputop.model import EVIDENCE_TORCH_THREADS, EVIDENCE_WORKERS
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import h100
 from tests.training.conftest import SCRIPTS, read_line
@@ -80,3 +80,37 @@ def test_each_process_gets_only_the_findings_that_apply_to_it(fake_driver, tmp_p
     # The training job (DataLoader workers): a larger batch fits its under-filled GPU, for it alone.
     assert "batch-too-small" in about[training.pid]
     assert not set(about[training.pid]) & GPU_RULES
+
+
+AUTOGRAD_THREAD = """
+import threading, time
+def device_thread():
+    with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
+        comm.write("pt_autograd_0")  # the name torch gives its autograd thread of the first GPU
+    print("ready", flush=True)
+    time.sleep(300)
+print("started", flush=True)
+input()  # the first backward pass on a GPU, when the test says so
+threading.Thread(target=device_thread, daemon=True).start()
+time.sleep(300)
+"""
+
+
+def test_a_thread_torch_named_is_training_evidence_even_started_late(fake_driver, tmp_path, sleepers):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", AUTOGRAD_THREAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    sleepers.append(proc)
+    fake_driver(FakeState(gpus=[h100(0, processes=[FakeProcess(proc.pid, 4 * GIB)])]))
+    maker = SnapshotMaker(training=TrainingCollector(probe_dir=str(tmp_path)))
+    try:
+        read_line(proc, "started", timeout_s=10)
+        (before,) = maker.snapshot(force_slow=True).training
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        read_line(proc, "ready", timeout_s=10)
+        (after,) = maker.snapshot(force_slow=True).training
+    finally:
+        maker.close()
+
+    assert (before.evidence, after.evidence) == ((), (EVIDENCE_TORCH_THREADS,))
