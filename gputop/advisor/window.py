@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
-from gputop.model import Gpu, GpuProcess, HostInfo, LoaderView, Snapshot, TrainingView
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, LoaderView, Snapshot, TrainingView
 
 DEFAULT_WINDOW_S = 20.0
 IDLE_WINDOWS = 3
@@ -140,12 +140,48 @@ def current_loader(view: TrainingView) -> LoaderView | None:
     return loader if loader.last_batch_age_s <= current_s else None
 
 
+@dataclass(frozen=True, slots=True)
+class _SnapshotIndex:
+    """A snapshot's process rows and host processes by PID: every training process's sample
+    looks its own up, and a machine may run thousands of GPU processes."""
+
+    snap: Snapshot
+    rows: dict[int, tuple[GpuProcess, ...]]
+    hosts: dict[int, HostProcess]
+
+
+_last_index: _SnapshotIndex | None = None
+"""The index of the snapshot last sampled: the views of one snapshot are sampled one after another. A thread that
+finds another snapshot's index here builds its own (one reference, read and replaced whole)."""
+
+
+def _index(snap: Snapshot) -> _SnapshotIndex:
+    global _last_index
+    index = _last_index
+    if index is None or index.snap is not snap:
+        rows: dict[int, list[GpuProcess]] = {}
+        for row in snap.processes:
+            rows.setdefault(row.pid, []).append(row)
+        hosts: dict[int, HostProcess] = {}
+        for host in snap.host_processes:
+            hosts.setdefault(host.pid, host)  # the first, as Snapshot.host_process finds it
+        index = _last_index = _SnapshotIndex(snap, {k: tuple(v) for k, v in rows.items()}, hosts)
+    return index
+
+
+def _worker_rows(snap: Snapshot, view: TrainingView) -> tuple[GpuProcess, ...]:
+    if not view.workers:
+        return ()
+    workers = {w.pid for w in view.workers}
+    return tuple(p for p in snap.processes if p.pid in workers)
+
+
 def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSample:
     """The advisor's sample of one training process in a snapshot."""
-    rows = tuple(p for p in snap.processes if p.pid == view.pid)
+    index = _index(snap)
+    rows = index.rows.get(view.pid, ())
     indexes = {r.gpu_index for r in rows}
-    workers = {w.pid for w in view.workers}
-    host = snap.host_process(view.pid)
+    host = index.hosts.get(view.pid)
     start = host.start_time if host is not None else None
     return JobSample(
         time=snap.time,
@@ -153,7 +189,7 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
         host=snap.host,
         gpus=tuple(g for g in snap.gpus if g.index in indexes),
         gpu_rows=rows,
-        worker_gpu_rows=tuple(p for p in snap.processes if p.pid in workers),
+        worker_gpu_rows=_worker_rows(snap, view),
         rss_bytes=host.rss_bytes if host is not None else None,
         age_s=None if start is None else max(0.0, snap.time - start),
         local_ranks=max(1, local_ranks),
