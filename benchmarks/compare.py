@@ -80,7 +80,7 @@ def timed_run(argv: list[str], env: dict[str, str]) -> dict[str, float]:
 
 
 def dashboard_run(command: list[str], env: dict[str, str], seconds: float, tmp: Path, tool: str) -> dict[str, float]:
-    running = launch(tool, command, env, tmp)
+    running = launch(tool, command, env, Path(tempfile.mkdtemp(dir=tmp)))  # a fresh tmux socket for every run
     try:
         time.sleep(2)  # start-up work (imports, first layouts) ends before the window opens
         before, started, peak = running.cpu_s(), time.perf_counter(), 0
@@ -137,15 +137,17 @@ def main() -> int:
         ]
         for tool, m in medians.items():
             out.append(f"| `{tool}` | {m['wall_s']:.3f} s | {m['cpu_s']:.3f} s | {m['wall_s'] / peer['wall_s']:.2f}× |")
+        print("\n".join(out), flush=True)  # each table as soon as it is measured
+        shown = len(out)
 
-        FIRST_FRAME_MARKS["bare textual"] = "H100"
+        FIRST_FRAME_MARKS["bare-textual"] = "H100"
         bare = tmp / "bare.py"
         bare.write_text(BARE_TEXTUAL)
         dashboards = {
             "gputop": [gputop, "-d", "1"],
             "nvitop": [str(bin_dir / "nvitop"), "--interval", "1"],
             "gpustat": [str(bin_dir / "gpustat"), "-i", "1"],
-            "bare textual": [sys.executable, str(bare)],
+            "bare-textual": [sys.executable, str(bare)],
         }
         medians = alternate(
             args.rounds, list(dashboards), lambda tool: dashboard_run(dashboards[tool], env, args.seconds, tmp, tool)
@@ -171,10 +173,11 @@ def main() -> int:
         (f"Report and replay, {seconds} s recorded (`replay_cost.py`)", "replay_cost.py", ["--seconds", seconds]),
         ("Recording size (`recording_size.py`)", "recording_size.py", ["--seconds", seconds]),
     )
+    print("\n".join(out[shown:]), flush=True)
     for title, script, script_args in scripts:
         out += ["", f"{title}:", "", run_script(script, *script_args)]
+        print("\n".join(out[-4:]), flush=True)
     text = "\n".join(out)
-    print(text)
     if args.out:
         args.out.write_text(text + "\n")
     return 0

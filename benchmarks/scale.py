@@ -99,7 +99,8 @@ async def key_latencies(snap: object, presses: int) -> dict[str, float]:
 
 
 def dashboard_cost(env: dict[str, str], seconds: float, tmp: Path) -> tuple[float, float]:
-    running = launch("gputop", [str(Path(sys.executable).with_name("gputop")), "-d", "1"], env, tmp)
+    gputop = [str(Path(sys.executable).with_name("gputop")), "-d", "1"]
+    running = launch("gputop", gputop, env, Path(tempfile.mkdtemp(dir=tmp)))  # a fresh tmux socket each time
     try:
         time.sleep(3)
         before, started, peak = running.cpu_s(), time.perf_counter(), 0
