@@ -3,8 +3,10 @@ start and exit throughout, with one GPU lost and recovered on the way.
 
 Every ``--churn-s`` seconds a quarter of the GPU processes (real ``sleep`` processes) exit and as many new ones
 start, and the fake driver's state is rewritten with them; GPU 1 answers ``GPU_IS_LOST`` from 40 % to 60 % of the
-run. Reported: the dashboard's RSS after warm-up (the first tenth) and at the end, its peak, and its CPU per
-second in the first and the last tenth after warm-up (drift).
+run. Reported: the dashboard's RSS after warm-up and at the end, its peak, and its CPU per second in the first and
+the last tenth after warm-up (drift). Warm-up lasts ``--warmup-s``, by default just over the 300 s of trends the
+dashboard keeps for every process it saw (``gputop.ui.history.HISTORY_S``): until then the history of processes
+that came and went grows by design.
 
 usage: python benchmarks/soak.py [--ticks 10000] [--processes 64] [--out FILE]
 Targets (docs/benchmarks.md): RSS growth after warm-up <= 2 MiB; no CPU drift.
@@ -24,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.sleepers import Sleepers  # noqa: E402
 from benchmarks.tui_overhead import launch  # noqa: E402
+from gputop.ui.history import HISTORY_S  # noqa: E402
 from tests.fakenvml.build import build  # noqa: E402
 from tests.fakenvml.state import write_state  # noqa: E402
 from tests.machines import training_box  # noqa: E402
@@ -45,6 +48,7 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=10_000)
     parser.add_argument("--processes", type=int, default=64)
     parser.add_argument("--churn-s", type=float, default=5.0, help="seconds between process turnovers")
+    parser.add_argument("--warmup-s", type=float, default=HISTORY_S + 30, help="seconds before the measures start")
     parser.add_argument("--out", type=Path, help="also write the result here")
     args = parser.parse_args()
     duration_s = args.ticks * INTERVAL_S
@@ -78,16 +82,20 @@ def main() -> int:
                 running.tmux.kill()
         finally:
             group.close()
-    text = report(readings, args.ticks, duration_s, alive)
+    text = report(readings, args.ticks, duration_s, args.warmup_s, alive)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
     return 0
 
 
-def report(readings: list[tuple[float, float, int]], ticks: int, duration_s: float, alive: bool) -> str:
-    tenth = max(2, len(readings) // 10)
-    warm = readings[tenth:]
+def report(
+    readings: list[tuple[float, float, int]], ticks: int, duration_s: float, warmup_s: float, alive: bool
+) -> str:
+    warm = [r for r in readings if r[0] >= warmup_s]
+    if len(warm) < 4:
+        raise SystemExit(f"the run ended before {warmup_s:g} s of warm-up were over: give more --ticks")
+    tenth = max(2, len(warm) // 10)
     first, last = warm[:tenth], warm[-tenth:]
 
     def cpu_percent(part: list[tuple[float, float, int]]) -> float:
@@ -99,11 +107,12 @@ def report(readings: list[tuple[float, float, int]], ticks: int, duration_s: flo
     return "\n".join(
         [
             f"{ticks} ticks at {INTERVAL_S:g} s ({duration_s:.0f} s), {GPUS} fake GPUs, processes turning over, "
-            f"GPU {LOST_GPU} lost from 40 % to 60 % of the run; still running at the end: {alive}",
+            f"GPU {LOST_GPU} lost from 40 % to 60 % of the run; warm-up {warmup_s:g} s; still running at the end: "
+            f"{alive}",
             "",
             "| measure | value |",
             "|---|---|",
-            f"| RSS after warm-up (first tenth) | {rss_after_warmup / mib:.1f} MiB |",
+            f"| RSS after warm-up (first tenth after it) | {rss_after_warmup / mib:.1f} MiB |",
             f"| RSS at the end (last tenth) | {rss_end / mib:.1f} MiB |",
             f"| growth after warm-up | {(rss_end - rss_after_warmup) / mib:+.1f} MiB |",
             f"| peak RSS | {max(r for _, _, r in readings) / mib:.1f} MiB |",
