@@ -64,10 +64,11 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
 written by gputop."""
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
-FORMAT = 2
+FORMAT = 3
 """The codec's format, the top-level key ``format`` of a snapshot's JSON. Version 1 had no such key, and its
 process rows and DataLoader workers held their host process's fields flat beside their own; version 2 nests them
-in ``host``."""
+in ``host``; version 3 writes a ``host`` that is the same as the snapshot's ``host_processes`` entry of its PID as
+that PID alone (``HOST_REFERENCE_PATHS``)."""
 FORMAT_KEY = "format"
 V1_PROCESS_HOST_KEYS = ("visible", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status")
 """A version-1 process row's keys that belong to its host process."""
@@ -92,6 +93,10 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""
+
+
+HOST_REFERENCE_PATHS = (("processes",), ("training", "workers"))
+"""Where format 3 writes a ``host`` as its PID: the process rows, and the workers of each training view."""
 
 
 def _to_plain(value: object) -> object:
@@ -271,7 +276,39 @@ def snapshot_json(snap: Snapshot) -> bytes:
 def _as_dict(snap: Snapshot) -> dict[str, object]:
     plain = _to_plain(snap)
     assert isinstance(plain, dict)
+    hosts = {h["pid"]: h for h in typing.cast("list[dict[str, object]]", plain["host_processes"])}
+    for row in _host_holders(plain):
+        host = row.get("host")
+        if type(host) is dict and hosts.get(host.get("pid")) == host:
+            row["host"] = host["pid"]
     return plain
+
+
+def _host_holders(plain: dict[str, object]) -> list[dict[str, object]]:
+    """The objects of a snapshot's JSON value that hold a ``host`` (``HOST_REFERENCE_PATHS``); what is not an
+    object is left out, for the strict decoder to refuse."""
+    found: list[dict[str, object]] = []
+    for path in HOST_REFERENCE_PATHS:
+        level: list[object] = [plain]
+        for key in path:
+            level = [item for holder in level if type(holder) is dict for item in _list(holder.get(key))]
+        found.extend(row for row in level if type(row) is dict)
+    return found
+
+
+def _list(value: object) -> list[object]:
+    return value if type(value) is list else []
+
+
+def _resolve_host_references(plain: dict[str, object]) -> None:
+    """Format 3 to 2: each ``host`` written as a PID becomes that PID's entry of ``host_processes`` (a copy: the
+    decoder makes a ``HostProcess`` of each, equal to the one written). A PID with no entry is left as it is, and
+    the decoder refuses it."""
+    hosts = {h["pid"]: h for h in _list(plain.get("host_processes")) if type(h) is dict and type(h.get("pid")) is int}
+    for row in _host_holders(plain):
+        pid = row.get("host")
+        if type(pid) is int and pid in hosts:
+            row["host"] = dict(hosts[pid])
 
 
 def _upgraded(plain: object) -> object:
@@ -280,10 +317,12 @@ def _upgraded(plain: object) -> object:
     if type(plain) is not dict:
         return plain
     version = plain.pop(FORMAT_KEY, 1)
-    if version == FORMAT and type(version) is int:
-        return plain
-    if version != 1 or type(version) is not int:
+    if type(version) is not int or not 1 <= version <= FORMAT:
         raise ValueError(f"snapshot format {_brief(version)}: this gputop reads formats 1 to {FORMAT}")
+    if version == 3:
+        _resolve_host_references(plain)
+    if version != 1:
+        return plain
     hosts = plain.get("host_processes")
     known = {h["pid"]: h for h in hosts if type(h) is dict and type(h.get("pid")) is int} if type(hosts) is list else {}
     processes = plain.get("processes")

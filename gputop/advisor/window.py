@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
-from gputop.model import Gpu, GpuProcess, HostInfo, LoaderView, Snapshot, TrainingView
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, LoaderView, Snapshot, TrainingView
 
 DEFAULT_WINDOW_S = 20.0
 IDLE_WINDOWS = 3
@@ -92,28 +93,30 @@ class JobSample:
     def on_gpu(self) -> bool:
         return bool(self.gpu_rows)
 
-    @property
-    def gpu_busy_percent(self) -> float | None:
-        """NVML's GPU busy (any kernel running) of the GPUs the process uses, averaged; None where unknown."""
-        return _mean([g.utilization_gpu_percent for g in self.gpus])
+    # What the rules read from the GPUs, worked out once per sample: a sample stays in the history for minutes
+    # and every rule reads these at every tick.
+    gpu_busy_percent: float | None = field(init=False, repr=False, compare=False)
+    """NVML's GPU busy (any kernel running) of the GPUs the process uses, averaged; None where unknown."""
+    sm_activity_percent: float | None = field(init=False, repr=False, compare=False)
+    sm_occupancy_percent: float | None = field(init=False, repr=False, compare=False)
+    tensor_activity_percent: float | None = field(init=False, repr=False, compare=False)
+    gpu_memory_fraction: float | None = field(init=False, repr=False, compare=False)
+    """The fullest of its GPUs: used over total memory, every process on it counted."""
+    readings: dict[int, object] = field(init=False, repr=False, compare=False, default_factory=dict)
+    """What ``JobWindow`` reads of this sample, by reader (``reader_key``): each tick's window reads it again."""
 
-    @property
-    def sm_activity_percent(self) -> float | None:
-        return _mean([g.sm_activity_percent for g in self.gpus])
-
-    @property
-    def sm_occupancy_percent(self) -> float | None:
-        return _mean([g.sm_occupancy_percent for g in self.gpus])
-
-    @property
-    def tensor_activity_percent(self) -> float | None:
-        return _mean([g.tensor_activity_percent for g in self.gpus])
-
-    @property
-    def gpu_memory_fraction(self) -> float | None:
-        """The fullest of its GPUs: used over total memory, every process on it counted."""
-        fractions = [g.memory_used_fraction for g in self.gpus if g.memory_used_fraction is not None]
-        return max(fractions) if fractions else None
+    def __post_init__(self) -> None:
+        gpus = self.gpus
+        fractions = [g.memory_used_fraction for g in gpus if g.memory_used_fraction is not None]
+        derived = (
+            ("gpu_busy_percent", _mean([g.utilization_gpu_percent for g in gpus])),
+            ("sm_activity_percent", _mean([g.sm_activity_percent for g in gpus])),
+            ("sm_occupancy_percent", _mean([g.sm_occupancy_percent for g in gpus])),
+            ("tensor_activity_percent", _mean([g.tensor_activity_percent for g in gpus])),
+            ("gpu_memory_fraction", max(fractions) if fractions else None),
+        )
+        for name, value in derived:
+            object.__setattr__(self, name, value)
 
     @property
     def gpu_memory_bytes(self) -> int | None:
@@ -137,12 +140,48 @@ def current_loader(view: TrainingView) -> LoaderView | None:
     return loader if loader.last_batch_age_s <= current_s else None
 
 
+@dataclass(frozen=True, slots=True)
+class _SnapshotIndex:
+    """A snapshot's process rows and host processes by PID: every training process's sample
+    looks its own up, and a machine may run thousands of GPU processes."""
+
+    snap: Snapshot
+    rows: dict[int, tuple[GpuProcess, ...]]
+    hosts: dict[int, HostProcess]
+
+
+_last_index: _SnapshotIndex | None = None
+"""The index of the snapshot last sampled: the views of one snapshot are sampled one after another. A thread that
+finds another snapshot's index here builds its own (one reference, read and replaced whole)."""
+
+
+def _index(snap: Snapshot) -> _SnapshotIndex:
+    global _last_index
+    index = _last_index
+    if index is None or index.snap is not snap:
+        rows: dict[int, list[GpuProcess]] = {}
+        for row in snap.processes:
+            rows.setdefault(row.pid, []).append(row)
+        hosts: dict[int, HostProcess] = {}
+        for host in snap.host_processes:
+            hosts.setdefault(host.pid, host)  # the first, as Snapshot.host_process finds it
+        index = _last_index = _SnapshotIndex(snap, {k: tuple(v) for k, v in rows.items()}, hosts)
+    return index
+
+
+def _worker_rows(snap: Snapshot, view: TrainingView) -> tuple[GpuProcess, ...]:
+    if not view.workers:
+        return ()
+    workers = {w.pid for w in view.workers}
+    return tuple(p for p in snap.processes if p.pid in workers)
+
+
 def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSample:
     """The advisor's sample of one training process in a snapshot."""
-    rows = tuple(p for p in snap.processes if p.pid == view.pid)
+    index = _index(snap)
+    rows = index.rows.get(view.pid, ())
     indexes = {r.gpu_index for r in rows}
-    workers = {w.pid for w in view.workers}
-    host = snap.host_process(view.pid)
+    host = index.hosts.get(view.pid)
     start = host.start_time if host is not None else None
     return JobSample(
         time=snap.time,
@@ -150,7 +189,7 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
         host=snap.host,
         gpus=tuple(g for g in snap.gpus if g.index in indexes),
         gpu_rows=rows,
-        worker_gpu_rows=tuple(p for p in snap.processes if p.pid in workers),
+        worker_gpu_rows=_worker_rows(snap, view),
         rss_bytes=host.rss_bytes if host is not None else None,
         age_s=None if start is None else max(0.0, snap.time - start),
         local_ranks=max(1, local_ranks),
@@ -159,13 +198,45 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
 
 
 Read = Callable[[JobSample], "float | None"]
+T = TypeVar("T")
+_UNREAD = object()
+
+
+_READER_IDS: dict[Hashable, int] = {}
+_NEXT_READER_ID = itertools.count()
+MAX_READERS = 4096
+"""Readers remembered before the table starts again (a rule whose lambdas close over each tick's values would
+otherwise grow it for ever); a reader seen again after that gets a new number and is read anew."""
+
+
+def reader_key(read: Callable[..., object]) -> int | None:
+    """A number for a reader, the same across calls for the same code closing over equal values (a rule builds
+    its lambdas anew at every tick); None for a reader that cannot be told apart that way, never cached. A number
+    is a cheaper key than the reader for the samples' readings."""
+    try:
+        cells = read.__closure__
+        key = (read.__code__, tuple(c.cell_contents for c in cells) if cells else ())
+        number = _READER_IDS.get(key)
+    except (AttributeError, TypeError, ValueError):  # not a plain function, an unhashable or empty cell
+        return None
+    if number is None:
+        if len(_READER_IDS) >= MAX_READERS:
+            _READER_IDS.clear()
+        number = _READER_IDS[key] = next(_NEXT_READER_ID)
+    return number
 
 
 @dataclass(frozen=True, slots=True)
 class JobWindow:
-    """Samples of one training process, oldest first."""
+    """Samples of one training process, oldest first.
+
+    Samples are immutable and readers pure, so what a reader gave for a sample is kept on the sample, and a
+    window's statistics on the window: the rules of one tick share them, and the next tick's window reads only
+    its new sample.
+    """
 
     samples: tuple[JobSample, ...]
+    _memo: dict[Hashable, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def latest(self) -> JobSample:
@@ -180,31 +251,58 @@ class JobWindow:
         if not self.samples:
             return self
         since = self.latest.time - seconds
-        return JobWindow(tuple(s for s in self.samples if s.time >= since))
+        return self.cached(("last", seconds), lambda: JobWindow(tuple(s for s in self.samples if s.time >= since)))
 
     def covers(self, seconds: float) -> bool:
         """Whether there are enough samples, spread over most of ``seconds``, to judge a window."""
         return len(self.samples) >= MIN_SAMPLES and self.span_s >= 0.6 * seconds
 
+    def _read(self, read: Callable[[JobSample], T]) -> list[T]:
+        """``read`` of every sample, from each sample's readings where it read it before."""
+        key = reader_key(read)
+        if key is None:
+            return [read(s) for s in self.samples]
+        out: list[T] = []
+        for sample in self.samples:
+            readings = sample.readings
+            value = readings.get(key, _UNREAD)
+            if value is _UNREAD:
+                value = readings[key] = read(sample)
+            out.append(cast(T, value))
+        return out
+
     def values(self, read: Read) -> list[float]:
-        return [v for v in (read(s) for s in self.samples) if v is not None]
+        return [v for v in self._read(read) if v is not None]
 
     def points(self, read: Read) -> list[tuple[float, float]]:
         """``(time, value)`` of every sample where the value is known."""
-        return [(s.time, v) for s, v in ((s, read(s)) for s in self.samples) if v is not None]
+        return [(s.time, v) for s, v in zip(self.samples, self._read(read)) if v is not None]
 
     def median(self, read: Read) -> float | None:
-        values = self.values(read)
-        return statistics.median(values) if values else None
+        key = reader_key(read)
+        if key is None:
+            return _median(self.values(read))
+        return self.cached(("median", key), lambda: _median(self.values(read)))
 
     def share(self, test: Callable[[JobSample], bool | None]) -> float | None:
         """The share of samples for which ``test`` is true, among those where it is known."""
-        known = [t for t in (test(s) for s in self.samples) if t is not None]
-        return sum(known) / len(known) if known else None
+
+        def compute() -> float | None:
+            known = [t for t in self._read(test) if t is not None]
+            return sum(known) / len(known) if known else None
+
+        key = reader_key(test)
+        return compute() if key is None else self.cached(("share", key), compute)
 
     def loader_median(self, name: str) -> float | None:
         """The median of a number the probe reports for the active DataLoader (``data_wait_share``, ...)."""
         return self.median(lambda s: getattr(s.loader, name) if s.loader is not None else None)
+
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked of this window, what it gave after that."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,15 +323,27 @@ class WorkerActivity:
 
 def worker_activity(window: JobWindow) -> WorkerActivity | None:
     """The workers' activity over a window; None when no sample saw a worker."""
+    return window.cached("worker_activity", lambda: _worker_activity(window))
+
+
+def _worker_states(sample: JobSample) -> tuple[int, int, int]:
+    """``(readings, busy, in disk sleep)`` among a sample's workers."""
     busy = disk = readings = 0
-    for sample in window.samples:
-        for worker in sample.view.workers:
-            host = worker.host
-            if host.status is None:
-                continue
-            readings += 1
-            busy += host.status == "running" or (host.cpu_percent or 0.0) >= 50.0
-            disk += host.status == "disk-sleep"
+    for worker in sample.view.workers:
+        host = worker.host
+        if host.status is None:
+            continue
+        readings += 1
+        busy += host.status == "running" or (host.cpu_percent or 0.0) >= 50.0
+        disk += host.status == "disk-sleep"
+    return readings, busy, disk
+
+
+def _worker_activity(window: JobWindow) -> WorkerActivity | None:
+    states = window._read(_worker_states)
+    readings = sum(r for r, _, _ in states)
+    busy = sum(b for _, b, _ in states)
+    disk = sum(d for _, _, d in states)
     if not readings:
         return None
     cpu = window.median(lambda s: s.view.workers_cpu_percent)
@@ -348,6 +458,10 @@ def steady_rise(points: Sequence[tuple[float, float]]) -> Rise | None:
 def counter_increase(values: Sequence[float]) -> float:
     """How much a counter grew across a series, ignoring drops (a restarted process starts again from zero)."""
     return sum(max(0.0, b - a) for a, b in itertools.pairwise(values))
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
-from gputop.collect.procstat import CLOCK_TICKS, read_stat
+from gputop.collect.procstat import CLOCK_TICKS, ProcStat, read_stat
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -170,17 +170,24 @@ class HostCollector:
             if elapsed > 0:
                 cpu_percent = round((stat.cpu_ticks - tracked.cpu_ticks) / CLOCK_TICKS / elapsed * 100, 1)
             tracked.cpu_ticks, tracked.at = stat.cpu_ticks, now
+        refreshed = False
         if now >= tracked.static_due:
             tracked.static, tracked.static_reasons = _read_static(pid, zombie=stat.status == "zombie")
             tracked.static_due = now + self.static_refresh_s
+            refreshed = True
         if now >= tracked.container_due:
             tracked.container, reason = read_container(pid, self.cgroup_namespace)
             tracked.container_reasons = {} if reason is None else {"container": reason}
             tracked.container_due = now + CONTAINER_REFRESH_S
+            refreshed = True
+        last = tracked.last
+        if not refreshed and last is not None and stat == tracked.stat and cpu_percent == last.cpu_percent:
+            return last  # nothing it is made of changed (a sleeping process): the same record, not a new one
         reasons = {**tracked.static_reasons, **tracked.container_reasons}
         if cpu_percent is None:
             reasons["cpu_percent"] = MEASURING
-        return HostProcess(
+        tracked.stat = stat
+        tracked.last = HostProcess(
             pid,
             ppid=stat.ppid,
             name=stat.name,
@@ -192,6 +199,7 @@ class HostCollector:
             container=tracked.container,
             **tracked.static,
         )
+        return tracked.last
 
     def _missing(self, pid: int, seen: bool) -> HostProcess:
         if seen or not self.nested_pid_namespace:
@@ -214,6 +222,9 @@ class _Tracked:
     container: Container | None = None
     container_reasons: dict[str, str] = field(default_factory=dict)
     container_due: float = 0.0
+    stat: ProcStat | None = None
+    last: HostProcess | None = None
+    """The record made from ``stat`` at the last tick: given again while nothing it is made of changes."""
 
 
 MAX_COMMAND_CHARS = 16_384

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 
-from gputop.collect.procstat import ProcStat, parse_stat
+from gputop.collect.procstat import ProcStat, parse_stat, read_proc_text
 from gputop.model import ACCESS_DENIED, PROCESS_EXITED
 
 
 def main_thread_stat(pid: int) -> ProcStat | None:
     """The main thread's own stat (``/proc/PID/stat`` sums CPU time over all threads)."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
-            return parse_stat(f.read().decode(errors="replace"))
+        return parse_stat(read_proc_text(f"/proc/{pid}/task/{pid}/stat"))
     except OSError:
         return None
 
@@ -22,8 +21,7 @@ def main_thread_stat(pid: int) -> ProcStat | None:
 def wait_channel(pid: int) -> str | None:
     """The kernel function the main thread sleeps in (``do_sys_poll``, ``futex_wait_queue``...), if shown."""
     try:
-        with open(f"/proc/{pid}/wchan") as f:
-            text = f.read().strip()
+        text = read_proc_text(f"/proc/{pid}/wchan").strip()
     except OSError:
         return None
     # gcc suffixes (do_sys_poll.isra.0, poll_schedule_timeout.constprop.0) say nothing to a reader
@@ -39,8 +37,7 @@ def threads_named(pid: int, name: str) -> tuple[int, ...]:
         return ()
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                comm = f.read().rstrip("\n")
+            comm = read_proc_text(f"/proc/{pid}/task/{tid}/comm").rstrip("\n")
             if comm == name or (name.endswith("_") and comm.startswith(name)):
                 found.append(int(tid))
         except OSError:

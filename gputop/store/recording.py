@@ -32,8 +32,10 @@ from gputop.files import PRIVATE, create_new
 from gputop.model import Snapshot
 from gputop.sanitize import printable
 
-SCHEMA_VERSION = 2
-"""The file format: 2 since process rows hold their host process (``gputop.codec.FORMAT``); a reader reads 1 and 2."""
+SCHEMA_VERSION = 3
+"""The file format, the same number as the codec's format of its snapshots (``gputop.codec.FORMAT``): 2 since process
+rows hold their host process, 3 since a host that is also in ``host_processes`` is written as its PID. A reader
+reads 1 to 3; an older one refuses a newer file as a whole ("upgrade gputop") instead of skipping every row."""
 TABLES = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "snapshots": "CREATE TABLE snapshots (time REAL NOT NULL, data BLOB NOT NULL)",

@@ -1,14 +1,17 @@
-"""The snapshot codec's formats: format 2 (process rows and DataLoader workers nest their host process) is
-written, and format 1 (flat process rows and workers, no ``format`` key), from older recordings and older remote
-hosts, still reads.
+"""The snapshot codec's formats: format 3 (process rows and DataLoader workers nest their host process, written as
+its PID where it is the same as the snapshot's ``host_processes`` entry) is written; format 2 (every host nested
+whole) and format 1 (flat process rows and workers, no ``format`` key), from older recordings and older remote
+hosts, still read.
 
 The format-1 files in tests/data/v1 were written by gputop before format 2 (see the README there).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from tests.ui import scenes, training_scenes
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 V1 = Path(__file__).resolve().parents[1] / "data" / "v1"
+V2 = Path(__file__).resolve().parents[1] / "data" / "v2"
 V1_LINE = (V1 / "snapshot.json").read_bytes()
 V1_DOCUMENT = json.loads((V1 / "document.json").read_text())
 HIDDEN_PID = 777777
@@ -114,13 +118,22 @@ def v1_line_with_workers() -> dict[str, Any]:
     return plain
 
 
-# -- format 2 ---------------------------------------------------------------------------------------------------
+# -- format 3 ---------------------------------------------------------------------------------------------------
 
 
-def test_format_2_nests_the_host_process_in_each_process_row_and_decodes_to_itself() -> None:
+def format_2(plain: dict[str, Any]) -> dict[str, Any]:
+    """A format-3 JSON value as format 2 wrote it: every ``host`` written as a PID nested whole."""
+    hosts = {h["pid"]: h for h in plain["host_processes"]}
+    for row in [*plain["processes"], *(w for view in plain["training"] for w in view["workers"])]:
+        if isinstance(row["host"], int):
+            row["host"] = dict(hosts[row["host"]])
+    return {**plain, "format": 2}
+
+
+def test_format_3_writes_a_process_rows_host_as_its_pid_and_decodes_to_itself() -> None:
     snap = v1_snapshot()
     plain = json.loads(snapshot_json(snap))
-    assert plain["format"] == FORMAT == 2
+    assert plain["format"] == FORMAT == 3
     row = plain["processes"][0]
     assert set(row) == {
         "pid",
@@ -135,21 +148,73 @@ def test_format_2_nests_the_host_process_in_each_process_row_and_decodes_to_itse
         "gpu_instance_id",
         "compute_instance_id",
     }
-    assert row["host"]["pid"] == row["pid"] and row["host"]["user"] == "alice"
-    assert snapshot_from_json(snapshot_json(snap)) == snap
+    assert row["host"] == row["pid"]
+    assert next(h for h in plain["host_processes"] if h["pid"] == row["pid"])["user"] == "alice"
+    back = snapshot_from_json(snapshot_json(snap))
+    assert back == snap
+    assert back.processes[0].host == back.host_process(back.processes[0].pid)
     zdict = snapshot_json(snap)
     assert decode_snapshot(encode_snapshot(snap, zdict), zdict) == snap
 
 
-def test_format_2_nests_the_host_process_in_each_worker_and_decodes_to_itself() -> None:
+def test_format_3_writes_a_workers_host_as_its_pid_and_decodes_to_itself() -> None:
     snap = snapshot_from_json(json.dumps(v1_line_with_workers()))
     plain = json.loads(snapshot_json(snap))
     worker = plain["training"][0]["workers"][0]
     assert list(worker) == ["host", "worker_id", "uss_bytes", "age_s", "unavailable"]
-    assert worker["host"] == next(h for h in plain["host_processes"] if h["pid"] == 4200)
+    assert worker["host"] == 4200
     assert snapshot_from_json(snapshot_json(snap)) == snap
     zdict = snapshot_json(snap)
     assert decode_snapshot(encode_snapshot(snap, zdict), zdict) == snap
+
+
+def test_format_3_nests_a_host_whole_where_it_differs_from_host_processes() -> None:
+    snap = v1_snapshot()
+    row = snap.processes[0]
+    assert row.host is not None
+    changed = dataclasses.replace(snap, processes=(dataclasses.replace(row, host=replace(row.host, rss_bytes=1)),))
+    plain = json.loads(snapshot_json(changed))
+    assert plain["processes"][0]["host"]["rss_bytes"] == 1
+    assert snapshot_from_json(snapshot_json(changed)) == changed
+
+
+def test_a_format_3_host_pid_missing_from_host_processes_is_a_value_error() -> None:
+    plain = json.loads(snapshot_json(v1_snapshot()))
+    plain["processes"][0]["host"] = 1
+    with pytest.raises(ValueError, match=r"GpuProcess\.host"):
+        snapshot_from_json(json.dumps(plain))
+
+
+def as_sampled(snap: Snapshot) -> Snapshot:
+    """``snap`` with each process row's host the snapshot's ``host_processes`` entry of its PID, as the sampler
+    makes them (the hand-built scenes give rows a host without parent or thread count)."""
+    rows = tuple(dataclasses.replace(p, host=snap.host_process(p.pid) or p.host) for p in snap.processes)
+    return dataclasses.replace(snap, processes=rows)
+
+
+@pytest.mark.parametrize(
+    "snap",
+    [
+        scenes.training_node(lost=[scenes.LOST_GPU_INDEX], focus_pid=scenes.RANK_PIDS[0]),
+        as_sampled(scenes.training_node(lost=[scenes.LOST_GPU_INDEX], focus_pid=scenes.RANK_PIDS[0])),
+        training_scenes.starved_job(),
+    ],
+    ids=["training node as built", "training node as sampled", "starved job"],
+)
+def test_a_scene_round_trips_in_format_3_and_format_2_of_it_still_reads(snap: Snapshot) -> None:
+    text = snapshot_json(snap)
+    old = json.dumps(format_2(json.loads(text)), separators=(",", ":")).encode()
+    assert snapshot_from_json(text) == snapshot_from_json(old) == snap
+
+
+@pytest.mark.parametrize(
+    "snap",
+    [as_sampled(scenes.training_node(focus_pid=scenes.RANK_PIDS[0])), training_scenes.starved_job()],
+    ids=["training node as sampled", "starved job"],
+)
+def test_format_3_is_smaller_than_format_2_where_hosts_repeat(snap: Snapshot) -> None:
+    text = snapshot_json(snap)
+    assert len(text) < len(json.dumps(format_2(json.loads(text)), separators=(",", ":")))
 
 
 def test_a_scene_with_workers_round_trips_with_each_worker_host_in_host_processes() -> None:
@@ -295,20 +360,34 @@ def test_a_format_1_recording_still_opens_and_reads(tmp_path: Path) -> None:
     assert older_keys(snapshot_to_dict(snaps[-1])) == V1_DOCUMENT
 
 
-def test_a_new_recording_is_format_2_and_reads_back(tmp_path: Path) -> None:
-    snap = v1_snapshot()
+def test_a_format_2_recording_still_opens_and_reads(tmp_path: Path) -> None:
     path = tmp_path / "v2.gputop"
+    shutil.copyfile(V2 / "recording.gputop", path)
+    with open_recording(path) as recording:
+        assert recording.info.schema_version == 2
+        snaps = list(recording)
+        assert recording.damage is None
+    assert [s.time for s in snaps] == [1763900000.0, 1763900001.0, 1763900002.0]
+    assert snaps[0] == replace(v1_snapshot(), time=1763900000.0)
+    assert snaps[1].training[0].workers
+    for snap in snaps:
+        assert snapshot_from_json(snapshot_json(snap)) == snap
+
+
+def test_a_new_recording_is_format_3_and_reads_back(tmp_path: Path) -> None:
+    snap = v1_snapshot()
+    path = tmp_path / "v3.gputop"
     with Recorder(path, 1.0, hostname="h") as recorder:
         recorder.append(snap)
     with open_recording(path) as recording:
-        assert recording.info.schema_version == SCHEMA_VERSION == 2
+        assert recording.info.schema_version == SCHEMA_VERSION == 3
         assert list(recording) == [snap]
 
 
 # -- formats this gputop does not read, and format-1 rows from someone else ----------------------------------------
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", True, None, 2.0, [2]])
+@pytest.mark.parametrize("version", [4, 0, "2", True, None, 2.0, [2]])
 def test_an_unknown_format_is_a_value_error(version: object) -> None:
     plain = json.loads(snapshot_json(v1_snapshot()))
     plain["format"] = version

@@ -17,7 +17,7 @@ import pytest
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.report import recording_document, report_recording
 from gputop.advisor.timeline import advise
-from gputop.store import Recorder
+from gputop.store import SCHEMA_VERSION, Recorder
 from tests.ui import scenes, training_scenes
 
 T0 = scenes.T0
@@ -186,7 +186,11 @@ def newer(tmp_path: Path) -> Path:
         (lambda tmp: tmp, "not a file: "),
         (lambda tmp: (tmp / "notes.txt", (tmp / "notes.txt").write_text("hello"))[0], "not a gputop recording: "),
         (lambda tmp: (tmp / "empty", (tmp / "empty").write_bytes(b""))[0], "not a gputop recording: "),
-        (newer, "was written by a newer gputop (recording format 99, this gputop reads up to 2): upgrade gputop"),
+        (
+            newer,
+            f"was written by a newer gputop (recording format 99, this gputop reads up to {SCHEMA_VERSION}): "
+            "upgrade gputop",
+        ),
     ],
     ids=["missing", "directory", "text", "empty-file", "newer-format"],
 )

@@ -1,0 +1,60 @@
+"""The host collector's records across ticks: a process that did not change keeps its record; one that did gets
+a new one with the new values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from gputop.collect.host import HostCollector
+
+
+@pytest.fixture
+def sleeper() -> Iterator[int]:
+    process = subprocess.Popen(["sleep", "60"])
+    time.sleep(0.2)  # past its exec: asleep from here on
+    try:
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+def ticks(collector: HostCollector, pid: int, count: int) -> list[object]:
+    records = []
+    for _ in range(count):
+        records.append(collector.processes([pid])[pid])
+        time.sleep(0.02)
+    return records
+
+
+def test_a_sleeping_process_keeps_the_same_record_between_ticks(sleeper: int) -> None:
+    first, second, third = ticks(HostCollector(), sleeper, 3)
+
+    assert first.cpu_percent is None  # measuring
+    assert second.cpu_percent == 0.0
+    assert third is second
+
+
+def test_a_process_that_ran_gets_a_new_record_with_its_cpu() -> None:
+    collector = HostCollector()
+    me = os.getpid()
+    _, before = ticks(collector, me, 2)
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:  # burn CPU between two ticks
+        pass
+    after = collector.processes([me])[me]
+
+    assert after is not before
+    assert after.cpu_percent is not None and after.cpu_percent > 0
+
+
+def test_a_refresh_of_the_slow_facts_gives_a_new_record(sleeper: int) -> None:
+    collector = HostCollector(static_refresh_s=0.0)
+    _, second, third = ticks(collector, sleeper, 3)
+
+    assert third is not second and third == second
