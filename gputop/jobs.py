@@ -5,7 +5,9 @@ A job is, in this order of precedence:
 - **torchrun**: ranks started by a launcher, grouped by the launcher's identity of the run (``TORCHELASTIC_RUN_ID``,
   ``MASTER_ADDR``, ``MASTER_PORT`` from each rank's environment or probe report), so that the same job has the
   same id on every host it runs on; ranks without readable variables join their ``pt_elastic`` agent's job;
-- **processes**: training processes that share a parent which is not one of them (``torch.multiprocessing.spawn``);
+- **processes**: training processes started below one training process (its ranks), or sharing a Python parent that
+  is not one of them (``torch.multiprocessing.spawn``); processes that merely share init, a shell or a service
+  manager are not one job;
 - **single**: any other training process.
 
 Only processes with training evidence (``TrainingView.evidence``) make jobs: a plain holder of GPU memory is none.
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from gputop.model import ROLE_TORCHRUN_AGENT, Snapshot, TrainingView
+from gputop.model import ROLE_TORCHRUN_AGENT, HostProcess, Snapshot, TrainingView
 
 JobKind = Literal["torchrun", "processes", "single"]
 JOB_TORCHRUN: Final = "torchrun"
@@ -74,7 +76,8 @@ def find_jobs(snap: Snapshot, host: str | None = None) -> tuple[Job, ...]:
     """The jobs of one snapshot; ``host`` names the machine it comes from (None: this one)."""
     views = [v for v in snap.training if v.trains and v.role != ROLE_TORCHRUN_AGENT]
     parent_view = {rank: v for v in snap.training for rank in v.ranks}
-    parents = {h.pid: h.ppid for h in snap.host_processes}
+    hosts = {h.pid: h for h in snap.host_processes}
+    parents = {h.pid: h.ppid for h in hosts.values() if _launches_ranks(hosts.get(h.ppid) if h.ppid else None)}
     groups: dict[tuple[object, ...], list[TrainingView]] = {}
     for view in views:
         launch = view.launch
@@ -112,6 +115,15 @@ def merge_jobs(per_host: Sequence[tuple[str, Sequence[Job]]]) -> tuple[Job, ...]
             world = max(filter(None, (known.world_size, job.world_size)), default=None)
             merged[job.id] = Job(job.id, known.kind, ranks, world, known.agent_pids + job.agent_pids)
     return tuple(merged.values())
+
+
+def _launches_ranks(parent: HostProcess | None) -> bool:
+    """Whether processes below ``parent`` can be one job's ranks: a Python process (``torch.multiprocessing.spawn``,
+    ``multiprocessing``), not init, a shell or a service manager, below which unrelated jobs share a parent."""
+    if parent is None or parent.pid <= 1:
+        return False
+    name = (parent.name or "").lower()
+    return name.startswith(("python", "pt_"))
 
 
 def _single(view: TrainingView, host: str | None) -> Job:

@@ -11,7 +11,7 @@ import pytest
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.rules import node_cpu_oversubscribed, rank_imbalance, straggler
 from gputop.jobs import JOB_TORCHRUN, Job, JobRank, find_jobs
-from gputop.model import Launch, Snapshot
+from gputop.model import HostProcess, Launch, Snapshot
 from tests.advisor.build import gpu, host, loader, row, sample, snapshot, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -195,3 +195,16 @@ def test_a_finding_on_some_ranks_only_stays_one_per_rank():
     starved = [a for a in feed(Advisor(config=CONFIG), make) if a.id == "data-starved"]
 
     assert [(a.pid, a.pids) for a in starved] == [(FIRST + 1, ())]
+
+
+def test_processes_that_share_only_init_or_a_shell_are_not_one_job():
+    snap = ranks_snapshot(0.0, 3, run_id="")
+    views = tuple(dataclasses.replace(v, launch=None) for v in snap.training)  # no launcher: grouped by parent
+    for parent in (HostProcess(1, 0, name="systemd"), HostProcess(500, 1, name="bash")):
+        hosts = (*(HostProcess(v.pid, parent.pid, name="python3") for v in views), parent)
+        jobs = find_jobs(dataclasses.replace(snap, training=views, host_processes=hosts))
+        assert [j.kind for j in jobs] == ["single"] * 3, parent.name
+    spawner = HostProcess(600, 500, name="python3")  # torch.multiprocessing.spawn's parent
+    hosts = (*(HostProcess(v.pid, 600, name="python3") for v in views), spawner)
+    (job,) = find_jobs(dataclasses.replace(snap, training=views, host_processes=hosts))
+    assert (job.kind, len(job.ranks)) == ("processes", 3)
