@@ -22,17 +22,13 @@ from gputop.model import (
     CGROUP_PATH_CHARS,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
-    EVIDENCE_PROBE,
-    EVIDENCE_TORCH_THREADS,
-    EVIDENCE_WORKERS,
     GPM_PROFILE_FIELDS,
-    PROBE_OK,
-    PROBE_STALE,
     TORCH_MAIN_THREAD,
     Container,
     Gpu,
     HostProcess,
     Snapshot,
+    evidence_of,
     frozen_reasons,
 )
 from gputop.sanitize import printable
@@ -346,13 +342,9 @@ def _with_evidence(plain: object) -> object:
         if type(view) is not dict or "evidence" in view:
             continue
         probe = view.get("probe")
-        evidence = []
-        if type(probe) is dict and probe.get("status") in (PROBE_OK, PROBE_STALE):
-            evidence.append(EVIDENCE_PROBE)
-        if view.get("workers") or view.get("workers_replaced"):
-            evidence.append(EVIDENCE_WORKERS)
-        if view.get("name") == TORCH_MAIN_THREAD:
-            evidence.append(EVIDENCE_TORCH_THREADS)
+        status = probe.get("status") if type(probe) is dict else None
+        workers = bool(view.get("workers") or view.get("workers_replaced"))
+        evidence = list(evidence_of(status, workers, False, view.get("name") == TORCH_MAIN_THREAD))
         view["evidence"] = evidence
     return plain
 

@@ -681,6 +681,21 @@ TORCH_MAIN_THREAD: Final = "pt_main_thread"
 """The name torch gives the main thread of a process that starts DataLoader workers (and so the process's name)."""
 
 
+def evidence_of(probe_status: str | None, workers: bool, rank: bool, torch_threads: bool) -> tuple[Evidence, ...]:
+    """The training evidence these facts show, in their one order: a probe report (fresh or stale), DataLoader
+    workers, a launcher rank, threads torch named."""
+    found: list[Evidence] = []
+    if probe_status in ("ok", "stale"):
+        found.append(EVIDENCE_PROBE)
+    if workers:
+        found.append(EVIDENCE_WORKERS)
+    if rank:
+        found.append(EVIDENCE_RANK)
+    if torch_threads:
+        found.append(EVIDENCE_TORCH_THREADS)
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class TrainingView:
     """A training process and its input pipeline: what /proc shows from outside, plus the probe's report.

@@ -22,9 +22,6 @@ from gputop.collect.procinfo import main_thread_stat, threads_named, usable_cpu_
 from gputop.collect.procstat import CLOCK_TICKS
 from gputop.model import (
     EVIDENCE_PROBE,
-    EVIDENCE_RANK,
-    EVIDENCE_TORCH_THREADS,
-    EVIDENCE_WORKERS,
     MAIN_MIXED,
     MAIN_RUNNING,
     MAIN_WAITING,
@@ -35,12 +32,10 @@ from gputop.model import (
     PIN_ON,
     PIN_UNKNOWN,
     PROBE_OK,
-    PROBE_STALE,
     PROCESS_EXITED,
     ROLE_TORCHRUN_AGENT,
     ROLE_TRAINING,
     CudaMemory,
-    Evidence,
     Gpu,
     GpuProcess,
     HostProcess,
@@ -52,6 +47,7 @@ from gputop.model import (
     ProbeReport,
     TrainingView,
     Worker,
+    evidence_of,
     frozen_reasons,
 )
 from gputop.probe import channel
@@ -291,16 +287,9 @@ class TrainingCollector:
             # Read the threads' names again only when their number changed: torch names a thread as it starts it.
             job.torch_threads = host.name == MAIN_THREAD_NAME or bool(threads_named(pid, TORCH_THREAD_PREFIX))
             job.threads_checked = host.num_threads
-        evidence: list[Evidence] = []
-        if probe.status in (PROBE_OK, PROBE_STALE):
-            evidence.append(EVIDENCE_PROBE)
-        if workers or job.workers_replaced:
-            evidence.append(EVIDENCE_WORKERS)
         parent = tick.tree.alive.get(host.ppid) if host.ppid is not None else None
-        if (launch is not None and launch.rank is not None) or (parent is not None and parent.name == AGENT_NAME):
-            evidence.append(EVIDENCE_RANK)
-        if job.torch_threads:
-            evidence.append(EVIDENCE_TORCH_THREADS)
+        ranked = (launch is not None and launch.rank is not None) or (parent is not None and parent.name == AGENT_NAME)
+        evidence = evidence_of(probe.status, bool(workers or job.workers_replaced), ranked, job.torch_threads)
         job.view = TrainingView(
             pid=pid,
             role=ROLE_TORCHRUN_AGENT if host.name == AGENT_NAME else ROLE_TRAINING,
@@ -315,7 +304,7 @@ class TrainingCollector:
             main_thread=main_thread,
             probe=probe,
             launch=launch,
-            evidence=tuple(evidence),
+            evidence=evidence,
         )
         return job.view
 
