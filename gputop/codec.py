@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
+import threading
 import types
 import typing
 import zlib
@@ -26,8 +28,10 @@ from gputop.model import (
     TORCH_MAIN_THREAD,
     Container,
     Gpu,
+    GpuProcess,
     HostProcess,
     Snapshot,
+    Worker,
     evidence_of,
     frozen_reasons,
 )
@@ -225,7 +229,7 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
                 return None
             raise ValueError(f"expected an object for {cls.__name__}, not {_brief(value)}")
         if not fields:
-            fields.append(tuple((name, _decoder(hint, name in _TIME_FIELDS)) for name, hint in _fields_of(cls)))
+            fields.append(_field_decoders(cls))
         # Unknown keys (fields added by a later minor change) are ignored; missing ones take their defaults.
         found: dict[str, object] = {}
         try:
@@ -246,6 +250,55 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             return cls(**found)
         except TypeError as exc:  # a field without a default is missing
             raise ValueError(f"{cls.__name__}: {exc}") from None
+
+    return decode
+
+
+HOST_FIELDS = frozenset({(GpuProcess, "host"), (Worker, "host")})
+"""The fields that format 3 writes as a PID where they are the snapshot's ``host_processes`` entry of it
+(``HOST_REFERENCE_PATHS``)."""
+_HOSTS = threading.local()
+"""While a snapshot of format 3 or later decodes in this thread: ``by_pid``, its decoded ``host_processes`` by PID,
+which a ``host`` written as a PID stands for (decoded once, and shared, as the sampler shares them)."""
+
+
+def _field_decoders(cls: type) -> tuple[tuple[str, Decoder], ...]:
+    """``(name, decoder)`` of every field of ``cls``, in the order they are decoded: a snapshot's
+    ``host_processes`` first, so that the hosts written as a PID in its rows and workers can be resolved."""
+    decoders = []
+    for name, hint in _fields_of(cls):
+        if (cls, name) in HOST_FIELDS:
+            decoders.append((name, _host_decoder(typing.get_origin(hint) in (typing.Union, types.UnionType))))
+        elif cls is Snapshot and name == "host_processes":
+            decoders.insert(0, (name, _publishing_hosts(_decoder(hint))))
+        else:
+            decoders.append((name, _decoder(hint, name in _TIME_FIELDS)))
+    return tuple(decoders)
+
+
+def _publishing_hosts(decode: Decoder) -> Decoder:
+    def publish(value: object) -> object:
+        hosts = typing.cast("tuple[HostProcess, ...]", decode(value))
+        if getattr(_HOSTS, "by_pid", None) is not None:  # a format that writes references
+            _HOSTS.by_pid = {host.pid: host for host in hosts}
+        return hosts
+
+    return publish
+
+
+def _host_decoder(optional: bool) -> Decoder:
+    """A ``host`` field: a ``HostProcess`` object, or (format 3 and later) the PID of the snapshot's
+    ``host_processes`` entry it is, which it then is: the very object decoded there."""
+    whole = _decoder(HostProcess, False, optional)
+
+    def decode(value: object) -> object:
+        if type(value) is int:
+            hosts = getattr(_HOSTS, "by_pid", None)
+            host = hosts.get(value) if hosts else None
+            if host is None:
+                raise ValueError(f"expected an object for HostProcess or a PID in host_processes, not {_brief(value)}")
+            return host
+        return whole(value)
 
     return decode
 
@@ -296,29 +349,17 @@ def _list(value: object) -> list[object]:
     return value if type(value) is list else []
 
 
-def _resolve_host_references(plain: dict[str, object]) -> None:
-    """Format 3 to 2: each ``host`` written as a PID becomes that PID's entry of ``host_processes`` (a copy: the
-    decoder makes a ``HostProcess`` of each, equal to the one written). A PID with no entry is left as it is, and
-    the decoder refuses it."""
-    hosts = {h["pid"]: h for h in _list(plain.get("host_processes")) if type(h) is dict and type(h.get("pid")) is int}
-    for row in _host_holders(plain):
-        pid = row.get("host")
-        if type(pid) is int and pid in hosts:
-            row["host"] = dict(hosts[pid])
-
-
-def _upgraded(plain: object) -> object:
-    """A snapshot's JSON value in the current format, from any format this gputop reads. Only a well-formed
-    version 1 is reshaped; anything else is left for the strict decoder to refuse."""
+def _upgraded(plain: object) -> tuple[object, int]:
+    """A snapshot's JSON value in the current format, from any format this gputop reads, and its format. Only a
+    well-formed version 1 is reshaped; anything else is left for the strict decoder to refuse. (A ``host`` that
+    format 3 wrote as a PID is resolved as it is decoded: ``_host_decoder``.)"""
     if type(plain) is not dict:
-        return plain
+        return plain, FORMAT
     version = plain.pop(FORMAT_KEY, 1)
     if type(version) is not int or not 1 <= version <= FORMAT:
         raise ValueError(f"snapshot format {_brief(version)}: this gputop reads formats 1 to {FORMAT}")
-    if version == 3:
-        _resolve_host_references(plain)
     if version != 1:
-        return plain
+        return plain, version
     hosts = plain.get("host_processes")
     known = {h["pid"]: h for h in hosts if type(h) is dict and type(h.get("pid")) is int} if type(hosts) is list else {}
     processes = plain.get("processes")
@@ -330,7 +371,7 @@ def _upgraded(plain: object) -> object:
             workers = view.get("workers") if type(view) is dict else None
             if type(workers) is list:
                 view["workers"] = [_v1_worker(row, known) for row in workers]
-    return plain
+    return plain, version
 
 
 def _with_evidence(plain: object) -> object:
@@ -419,9 +460,9 @@ def encode_snapshot(snap: Snapshot, zdict: bytes = b"") -> bytes:
     return compress(snapshot_json(snap), zdict)
 
 
-def compress(text: bytes, zdict: bytes) -> bytes:
-    """``text`` deflated (zlib, level 6), with ``zdict`` as the preset dictionary when there is one."""
-    packer = zlib.compressobj(6, zdict=zdict) if zdict else zlib.compressobj(6)
+def compress(text: bytes, zdict: bytes, level: int = 6) -> bytes:
+    """``text`` deflated (zlib, ``level``), with ``zdict`` as the preset dictionary when there is one."""
+    packer = zlib.compressobj(level, zdict=zdict) if zdict else zlib.compressobj(level)
     return packer.compress(text) + packer.flush()
 
 
@@ -443,7 +484,12 @@ def snapshot_from_json(text: str | bytes) -> Snapshot:
         plain = json.loads(text)
     except RecursionError:  # json.loads recurses once per level of nesting; a snapshot has a few
         raise ValueError("nested too deeply: not a snapshot") from None
-    snap = _decoder(Snapshot)(_with_evidence(_upgraded(plain)))
+    plain, version = _upgraded(plain)
+    _HOSTS.by_pid = {} if version >= 3 else None
+    try:
+        snap = _decoder(Snapshot)(_with_evidence(plain))
+    finally:
+        _HOSTS.by_pid = None
     if not isinstance(snap, Snapshot):
         raise ValueError("not a snapshot")
     return snap
@@ -452,6 +498,12 @@ def snapshot_from_json(text: str | bytes) -> Snapshot:
 def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
     """The snapshot ``encode_snapshot`` encoded, equal to it with ``==``. Raises ``ValueError``, and nothing else,
     on bad data, after inflating at most ``MAX_SNAPSHOT_BYTES`` of it (a zlib bomb inflates a thousandfold)."""
+    return snapshot_from_json(inflate(data, zdict))
+
+
+def inflate(data: object, zdict: bytes = b"") -> bytes:
+    """What ``compress`` deflated. Raises ``ValueError``, and nothing else, on bad data, after inflating at most
+    ``MAX_SNAPSHOT_BYTES`` of it (a zlib bomb inflates a thousandfold)."""
     if not isinstance(data, bytes):
         raise ValueError(f"expected deflated bytes, not {_brief(data)}")
     if len(data) > MAX_SNAPSHOT_BYTES:
@@ -465,4 +517,313 @@ def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
         raise ValueError(f"inflates to over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
     if not unpacker.eof:
         raise ValueError("truncated data")
-    return snapshot_from_json(text)
+    return text
+
+
+# -- deltas: a snapshot written as what changed since the one before it (recording format 4) ----------------------
+
+DELTA = b"D"
+"""The first byte of a recording row that holds a snapshot as its changes from a whole snapshot some rows before it
+(``delta_json``); a whole snapshot's row is deflated JSON, whose first byte is zlib's (0x78). A delta adds no more
+values than it holds, so a snapshot read from one stays within twice what one snapshot may be."""
+
+_FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS = 0, 1, 2
+"""How a delta writes a field that changed: its value whole; a dataclass as its own changed fields; a tuple of
+dataclasses item by item."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a delta needs of a model class: its fields, how each changes, and how to make an instance fast."""
+
+    cls: type
+    names: tuple[str, ...]
+    position: dict[str, int]
+    kinds: tuple[int, ...]
+    classes: tuple[type | None, ...]
+    """The dataclass of an ``_FIELD_OBJECT`` or ``_FIELD_OBJECTS`` field."""
+    decoders: tuple[Decoder, ...]
+    values: Callable[[object], tuple[object, ...]]
+    """Every field's value of an instance, in order."""
+    build: Callable[[list[object]], object]
+    """An instance with these field values, in order (without ``__init__``, which checks nothing the decoders have
+    not: it only stores them)."""
+    key: Callable[[object], object]
+    """What identifies an item of a tuple across snapshots (a GPU's index, a process's PID...): its first two
+    fields of a number, a string or a state."""
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type) -> _Shape:
+    """The ``_Shape`` of a model class, made once."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _make_shape(cls)
+    return shape
+
+
+def _make_shape(cls: type) -> _Shape:
+    names, kinds, classes, scalars = [], [], [], []
+    decoders = dict(_field_decoders(cls))
+    for name, hint in _fields_of(cls):
+        inner = (
+            [a for a in typing.get_args(hint) if a is not type(None)]
+            if typing.get_origin(hint)
+            in (
+                typing.Union,
+                types.UnionType,
+            )
+            else [hint]
+        )
+        args = typing.get_args(inner[0]) if len(inner) == 1 else ()
+        if (cls, name) in HOST_FIELDS:
+            kind, sub = _FIELD_DATA, None
+        elif len(inner) == 1 and isinstance(inner[0], type) and dataclasses.is_dataclass(inner[0]):
+            kind, sub = _FIELD_OBJECT, inner[0]
+        elif (
+            typing.get_origin(inner[0]) is tuple
+            and len(args) == 2
+            and args[1] is Ellipsis
+            and isinstance(args[0], type)
+            and dataclasses.is_dataclass(args[0])
+        ):
+            kind, sub = _FIELD_OBJECTS, args[0]
+        else:
+            kind, sub = _FIELD_DATA, None
+        names.append(name)
+        kinds.append(kind)
+        classes.append(sub)
+        if len(inner) == 1 and (inner[0] in (int, str, float, bool) or typing.get_origin(inner[0]) is typing.Literal):
+            scalars.append(name)
+    setters = {f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)}
+    # Straight-line code, one slot store per field: a third of the time of the dataclass's __init__.
+    source = "def build(values):\n    made = new(cls)\n"
+    source += "".join(f"    set{i}(made, values[{i}])\n" for i in range(len(names)))
+    source += "    return made\n"
+    scope: dict[str, object] = {"new": object.__new__, "cls": cls, **setters}
+    exec(compile(source, f"<gputop.codec build {cls.__name__}>", "exec"), scope)
+    getter = operator.attrgetter(*names)
+    first = operator.attrgetter(*scalars[:2]) if scalars else (lambda obj: None)
+    return _Shape(
+        cls=cls,
+        names=tuple(names),
+        position={name: i for i, name in enumerate(names)},
+        kinds=tuple(kinds),
+        classes=tuple(classes),
+        decoders=tuple(decoders[name] for name in names),
+        values=getter if len(names) > 1 else (lambda obj: (getter(obj),)),
+        build=typing.cast("Callable[[list[object]], object]", scope["build"]),
+        key=first,
+    )
+
+
+def delta_json(snap: Snapshot, base: Snapshot) -> bytes:
+    """``snap`` as its changes from ``base`` (docs/recording.md, "Deltas"), compact JSON (UTF-8), which
+    ``snapshot_from_delta`` turns back into ``snap`` given ``base``."""
+    hosts = {host.pid: host for host in snap.host_processes}
+    return json.dumps(_object_delta(snap, base, hosts), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _object_delta(new: object, old: object, hosts: dict[int, HostProcess]) -> dict[str, object]:
+    shape = _shape(type(new))
+    changed: dict[str, object] = {}
+    for name, kind, _sub, a, b in zip(
+        shape.names, shape.kinds, shape.classes, shape.values(new), shape.values(old), strict=True
+    ):
+        if a is b or a == b:
+            continue
+        if kind == _FIELD_OBJECT and a is not None and b is not None:
+            changed[name] = _object_delta(a, b, hosts)
+        elif kind == _FIELD_OBJECTS:
+            changed[name] = _items_delta(a, b, hosts)  # type: ignore[arg-type]
+        else:
+            changed[name] = _whole(a, hosts, (type(new), name) in HOST_FIELDS)
+    return changed
+
+
+def _items_delta(new: tuple[object, ...], old: tuple[object, ...], hosts: dict[int, HostProcess]) -> list[object]:
+    """A tuple of dataclasses, item by item: the index of the item before that it is (``3``), that index and the
+    item's changes from it (``[3, {...}]``), or the item whole (``{...}``). Each item before is used once at most."""
+    if not old:
+        return [_whole(item, hosts) for item in new]
+    key = _shape(type(old[0])).key
+    where: dict[object, int] = {}
+    for i, item in enumerate(old):
+        where.setdefault((type(item), key(item)), i)
+    out: list[object] = []
+    for item in new:
+        i = where.pop((type(item), _shape(type(item)).key(item)), -1)
+        if i < 0:
+            out.append(_whole(item, hosts))
+        elif item is old[i] or item == old[i]:
+            out.append(i)
+        else:
+            out.append([i, _object_delta(item, old[i], hosts)])
+    return out
+
+
+def _whole(value: object, hosts: dict[int, HostProcess], host_field: bool = False) -> object:
+    """A value as a snapshot's JSON writes it, a ``host`` the same as ``hosts``' entry of its PID as that PID."""
+    if host_field and isinstance(value, HostProcess):
+        same = hosts.get(value.pid)
+        if same is value or same == value:
+            return value.pid
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        shape = _shape(type(value))
+        return {
+            name: (
+                _whole(v, hosts, (shape.cls, name) in HOST_FIELDS)
+                if kind == _FIELD_OBJECT or (shape.cls, name) in HOST_FIELDS
+                else [_whole(item, hosts) for item in typing.cast("tuple[object, ...]", v)]
+                if kind == _FIELD_OBJECTS
+                else _to_plain(v)
+            )
+            for name, kind, v in zip(shape.names, shape.kinds, shape.values(value), strict=True)
+        }
+    return _to_plain(value)
+
+
+def json_tokens(text: bytes) -> int:
+    """How many commas, colons and opening brackets ``text`` holds: about how many values its JSON has."""
+    return len(text.translate(None, _NOT_TOKENS))
+
+
+def snapshot_from_delta(text: bytes, base: Snapshot) -> Snapshot:
+    """The snapshot whose ``delta_json`` from ``base`` is ``text``. Raises ``ValueError``, and nothing else, on
+    anything else; every value that changed is checked as ``snapshot_from_json`` checks it, and what did not
+    change is ``base``'s own (an item of a tuple used once at most, so that a delta adds no more values than it
+    holds)."""
+    if not isinstance(text, (bytes, bytearray)):
+        raise ValueError(f"expected JSON text, not {_brief(text)}")
+    if len(text) > MAX_SNAPSHOT_BYTES:
+        raise ValueError(f"over {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot")
+    if json_tokens(text) > MAX_JSON_TOKENS:
+        raise ValueError(f"over {MAX_JSON_TOKENS} JSON values: not a snapshot")
+    try:
+        delta = json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply: not a snapshot") from None
+    if type(delta) is not dict:
+        raise ValueError(f"expected an object for a snapshot's changes, not {_brief(delta)}")
+    shape = _shape(Snapshot)
+    hosts = base.host_processes
+    if "host_processes" in delta:
+        try:
+            hosts = typing.cast("tuple[HostProcess, ...]", _patch_items(delta["host_processes"], hosts, HostProcess))
+        except ValueError as exc:
+            raise ValueError(f"Snapshot.host_processes: {exc}") from None
+    _HOSTS.by_pid = {host.pid: host for host in hosts}
+    try:
+        values = list(shape.values(base))
+        values[shape.position["host_processes"]] = hosts
+        snap = _patch_fields(delta, values, shape, skip="host_processes")
+    finally:
+        _HOSTS.by_pid = None
+    if not isinstance(snap, Snapshot):
+        raise ValueError("not a snapshot")
+    return snap
+
+
+def _patch_object(delta: object, old: object, cls: type) -> object:
+    if type(delta) is not dict:
+        raise ValueError(f"expected an object for {cls.__name__}'s changes, not {_brief(delta)}")
+    shape = _shape(cls)
+    return _patch_fields(delta, list(shape.values(old)), shape)
+
+
+def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape, skip: str = "") -> object:
+    """An instance of ``shape.cls`` with ``values``, the fields in ``delta`` changed. Unknown keys are ignored, as
+    a whole snapshot's are."""
+    position, kinds = shape.position, shape.kinds
+    name = ""
+    try:
+        for name, value in delta.items():
+            i = position.get(name)
+            if i is None or name == skip:
+                continue
+            kind = kinds[i]
+            if kind == _FIELD_DATA or value is None or values[i] is None:
+                values[i] = shape.decoders[i](value)
+            elif kind == _FIELD_OBJECT:
+                values[i] = _patch_object(value, values[i], typing.cast("type", shape.classes[i]))
+            else:
+                values[i] = _patch_items(value, values[i], typing.cast("type", shape.classes[i]))
+    except ValueError as exc:
+        raise ValueError(f"{shape.cls.__name__}.{name}: {exc}") from None
+    for field, limit in TEXT_LIMITS.get(shape.cls, {}).items():
+        text = values[position[field]]
+        if isinstance(text, str) and len(text) > limit:
+            raise ValueError(f"{shape.cls.__name__}.{field}: over {limit} characters")
+    return shape.build(values)
+
+
+def _patch_items(delta: object, old: object, cls: type) -> tuple[object, ...]:
+    if type(delta) is not list:
+        raise ValueError(f"expected a list, not {_brief(delta)}")
+    if type(old) is not tuple:
+        raise ValueError("changes to a list the snapshot before did not have")
+    whole = _decoder(cls)
+    used: set[int] = set()
+    items: list[object] = []
+    for entry in delta:
+        if type(entry) is dict:
+            items.append(whole(entry))
+            continue
+        if type(entry) is list and len(entry) == 2:
+            i, changes = entry
+        else:
+            i, changes = entry, None
+        if type(i) is not int or not 0 <= i < len(old) or i in used:
+            raise ValueError(f"expected an item, or an unused index of the list before, not {_brief(i)}")
+        used.add(i)
+        items.append(old[i] if changes is None else _patch_object(changes, old[i], cls))
+    return tuple(items)
+
+
+MAX_CHAIN_ROWS = 255
+"""The most rows a delta may follow its whole snapshot by: the distance is one byte of the row."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Keyframe:
+    """A whole snapshot of a recording as read, with what the delta rows after it need: its JSON text (their
+    preset dictionary) and its row."""
+
+    snapshot: Snapshot
+    text: bytes
+    rowid: int
+
+
+def encode_row(text: bytes, zdict: bytes, behind: int = 0) -> bytes:
+    """A recording row of format 4: a whole snapshot (``snapshot_json``) deflated with the recording's preset
+    dictionary, as in format 3; or, ``behind`` rows after the whole snapshot it changes (1 to
+    ``MAX_CHAIN_ROWS``), ``DELTA``, that distance as one byte, and the ``delta_json`` deflated with that
+    snapshot's JSON text (``zdict``) as the preset dictionary."""
+    if not behind:
+        return compress(text, zdict)
+    if not 1 <= behind <= MAX_CHAIN_ROWS:
+        raise ValueError(f"a delta {behind} rows after its whole snapshot")
+    return DELTA + bytes([behind]) + compress(text, zdict[-32768:], 9)
+
+
+def row_behind(data: object) -> int:
+    """How many rows before this one its whole snapshot is: 0 for a whole snapshot (or data that is none)."""
+    if isinstance(data, bytes) and data[:1] == DELTA and len(data) > 1:
+        return data[1]
+    return 0
+
+
+def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> Snapshot | Keyframe:
+    """The snapshot of a format-4 row ``rowid``: a ``Keyframe`` for a whole one, decoded with the recording's
+    preset dictionary, else the ``Snapshot`` of a delta, which needs ``key``, the whole snapshot it changes.
+    Raises ``ValueError``, and nothing else, on bad data, or a delta whose whole snapshot is not ``key``."""
+    behind = row_behind(data)
+    if not behind:
+        text = inflate(data, zdict)
+        return Keyframe(snapshot_from_json(text), text, rowid)
+    if behind == 0 or key is None or key.rowid != rowid - behind:
+        raise ValueError(f"a snapshot's changes from row {rowid - behind}, which cannot be read")
+    assert isinstance(data, bytes)
+    return snapshot_from_delta(inflate(data[2:], key.text[-32768:]), key.snapshot)

@@ -27,15 +27,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputop import __version__
-from gputop.codec import MAX_SNAPSHOT_BYTES, MAX_TIME, compress, decode_snapshot, snapshot_json
+from gputop.codec import (
+    MAX_SNAPSHOT_BYTES,
+    MAX_TIME,
+    Keyframe,
+    decode_row,
+    decode_snapshot,
+    delta_json,
+    encode_row,
+    row_behind,
+    snapshot_json,
+)
 from gputop.files import PRIVATE, create_new
 from gputop.model import Snapshot
 from gputop.sanitize import printable
 
-SCHEMA_VERSION = 3
-"""The file format, the same number as the codec's format of its snapshots (``gputop.codec.FORMAT``): 2 since process
-rows hold their host process, 3 since a host that is also in ``host_processes`` is written as its PID. A reader
-reads 1 to 3; an older one refuses a newer file as a whole ("upgrade gputop") instead of skipping every row."""
+SCHEMA_VERSION = 4
+"""The file format: 2 since process rows hold their host process, 3 since a host that is also in
+``host_processes`` is written as its PID (up to 3, the codec's format of its snapshots, ``gputop.codec.FORMAT``),
+4 since a row holds either a whole snapshot or its changes from one (``KEYFRAME_EVERY``). A reader
+reads 1 to 4; an older one refuses a newer file as a whole ("upgrade gputop") instead of skipping every row."""
+KEYFRAME_EVERY = 60
+"""A whole snapshot every this many rows, the rows between holding their changes from it (at most
+``gputop.codec.MAX_CHAIN_ROWS``): a row is read by decoding at most one whole snapshot and its own changes, and a
+damaged row loses only itself, unless it is a whole snapshot."""
 TABLES = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "snapshots": "CREATE TABLE snapshots (time REAL NOT NULL, data BLOB NOT NULL)",
@@ -78,6 +93,10 @@ class Recorder:
         self._clock = clock
         self._pending: list[tuple[float, bytes]] = []
         self._zdict: bytes | None = None
+        self._key: Snapshot | None = None
+        """The last whole snapshot written, its JSON text, and the rows written since."""
+        self._key_text = b""
+        self._behind = 0
         self._pending_meta: list[tuple[str, str]] = []
         self.written = 0
         self._lock = threading.Lock()
@@ -111,15 +130,23 @@ class Recorder:
 
     def append(self, snap: Snapshot) -> None:
         """Add a snapshot; commits the batch when ``flush_every_s`` has passed since the last commit."""
-        text = snapshot_json(snap)
         with self._lock:
             if self._closed:
                 return
-            if self._zdict is None:
-                self._zdict = text
-                self._pending_meta.append(("zdict", json.dumps(text.decode())))
-            self._pending.append((snap.time, compress(text, self._zdict)))
+            self._pending.append((snap.time, self._row(snap)))
         self.tick()
+
+    def _row(self, snap: Snapshot) -> bytes:
+        """The row of ``snap``: its changes from the last whole snapshot, or whole every ``KEYFRAME_EVERY`` rows."""
+        self._behind += 1
+        if self._key is not None and self._behind < KEYFRAME_EVERY:
+            return encode_row(delta_json(snap, self._key), self._key_text, self._behind)
+        text = snapshot_json(snap)
+        if self._zdict is None:
+            self._zdict = text
+            self._pending_meta.append(("zdict", json.dumps(text.decode())))
+        self._key, self._key_text, self._behind = snap, text, 0
+        return encode_row(text, self._zdict)
 
     def tick(self) -> None:
         """Commit the batch if it is due (call it now and then when no snapshots come)."""
@@ -263,6 +290,8 @@ class Recording:
         self._stopped: str | None = None
         self._cleanup = cleanup
         self._zdict: bytes | None = None
+        self._key: Keyframe | None = None
+        """The whole snapshot ``read`` decoded last: the rows of changes after it are read from it."""
 
     def __iter__(self) -> Iterator[Snapshot]:
         return self.snapshots()
@@ -292,6 +321,8 @@ class Recording:
         last = 0
         limit = _CHUNK
         zdict = self._dictionary()
+        chained = self.info.schema_version >= 4
+        key: Keyframe | None = None
         while True:
             rows = 0
             try:
@@ -307,7 +338,13 @@ class Recording:
                         return
                     last = rowid
                     try:
-                        snap = decode_snapshot(data, zdict)
+                        if chained:
+                            read = decode_row(data, zdict, rowid, key)
+                            if isinstance(read, Keyframe):
+                                key, read = read, read.snapshot
+                            snap = read
+                        else:
+                            snap = decode_snapshot(data, zdict)
                     except ValueError:
                         self._skip()
                         continue
@@ -357,7 +394,12 @@ class Recording:
                     self._skip()
 
     def read(self, rowid: int) -> Snapshot:
-        """The snapshot in row ``rowid`` (from ``index``). Raises ``RecordingError`` when it cannot be read."""
+        """The snapshot in row ``rowid`` (from ``index``). Raises ``RecordingError`` when it cannot be read.
+
+        In format 4 a row may hold only its snapshot's changes: it is read from the last whole snapshot at or before
+        it, or from the row before when that was the last one read (as a replay steps and its findings pass go)."""
+        if self.info.schema_version >= 4:
+            return self._read_chained(rowid)
         try:
             row = self._db.execute(
                 f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
@@ -370,6 +412,33 @@ class Recording:
             return decode_snapshot(row[0], self._dictionary())
         except ValueError as exc:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
+
+    def _read_chained(self, rowid: int) -> Snapshot:
+        try:
+            row = self._db.execute(
+                f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
+            ).fetchone()
+            if row is None:
+                raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
+            behind = row_behind(row[0])
+            key = self._key
+            if behind and (key is None or key.rowid != rowid - behind):
+                whole = self._db.execute(
+                    f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid - behind,)
+                ).fetchone()
+                key = self._key = None
+                if whole is not None:
+                    read = decode_row(whole[0], self._dictionary(), rowid - behind, None)
+                    key = self._key = read if isinstance(read, Keyframe) else None
+            read = decode_row(row[0], self._dictionary(), rowid, key)
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
+        except ValueError as exc:
+            raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
+        if isinstance(read, Keyframe):
+            self._key = read
+            return read.snapshot
+        return read
 
     def _dictionary(self) -> bytes:
         """The preset dictionary, written with the first batch (so read again until it is there). One that is not

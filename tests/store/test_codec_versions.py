@@ -9,8 +9,10 @@ The format-1 files in tests/data/v1 were written by gputop before format 2 (see 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,22 +21,27 @@ import pytest
 
 from gputop.codec import (
     ADDED_LATER,
+    DELTA,
     FORMAT,
     V1_NOT_RECORDED,
     decode_snapshot,
+    delta_json,
     encode_snapshot,
+    snapshot_from_delta,
     snapshot_from_json,
     snapshot_json,
 )
 from gputop.document import WORKER_KEYS, snapshot_to_dict
 from gputop.model import MEASURING, NOT_VISIBLE, Gpu, HostProcess, Snapshot, Worker, frozen_reasons
-from gputop.store import SCHEMA_VERSION, Recorder, open_recording
+from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
+from gputop.store.recording import KEYFRAME_EVERY
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 V1 = Path(__file__).resolve().parents[1] / "data" / "v1"
 V2 = Path(__file__).resolve().parents[1] / "data" / "v2"
+V3 = Path(__file__).resolve().parents[1] / "data" / "v3"
 V1_LINE = (V1 / "snapshot.json").read_bytes()
 V1_DOCUMENT = json.loads((V1 / "document.json").read_text())
 HIDDEN_PID = 777777
@@ -374,13 +381,29 @@ def test_a_format_2_recording_still_opens_and_reads(tmp_path: Path) -> None:
         assert snapshot_from_json(snapshot_json(snap)) == snap
 
 
-def test_a_new_recording_is_format_3_and_reads_back(tmp_path: Path) -> None:
-    snap = v1_snapshot()
+def test_a_format_3_recording_still_opens_and_reads(tmp_path: Path) -> None:
     path = tmp_path / "v3.gputop"
+    shutil.copyfile(V3 / "recording.gputop", path)
+    with open_recording(path) as recording:
+        assert recording.info.schema_version == 3
+        snaps = list(recording)
+        assert recording.damage is None
+        assert [recording.read(rowid) for rowid, _ in recording.index()] == snaps
+    with open_recording(V2 / "recording.gputop") as recording:
+        assert snaps == list(recording)
+    assert snaps[1].training[0].workers
+    for snap in snaps:  # hosts written as a PID are the host_processes entry itself
+        for row in snap.processes:
+            assert row.host is snap.host_process(row.pid) or row.host != snap.host_process(row.pid)
+
+
+def test_a_new_recording_is_format_4_and_reads_back(tmp_path: Path) -> None:
+    snap = v1_snapshot()
+    path = tmp_path / "v4.gputop"
     with Recorder(path, 1.0, hostname="h") as recorder:
         recorder.append(snap)
     with open_recording(path) as recording:
-        assert recording.info.schema_version == SCHEMA_VERSION == 3
+        assert recording.info.schema_version == SCHEMA_VERSION == 4
         assert list(recording) == [snap]
 
 
@@ -457,3 +480,88 @@ def test_format_1_host_processes_that_are_not_objects_do_not_stop_the_row_from_r
 
 def test_hostprocess_equality_is_by_value() -> None:  # what the join comparisons above rely on
     assert HostProcess(1, user="a") == HostProcess(1, user="a") != HostProcess(1, user="b")
+
+
+# -- format 4: whole snapshots and the changes from them ---------------------------------------------------------
+
+
+def changing(n: int) -> list[Snapshot]:
+    """``n`` snapshots of the starved job, a process coming and going and numbers changing at every one."""
+    snaps = []
+    for i in range(n):
+        snap = training_scenes.starved_job(1_800_000_000.0 + i)
+        if i % 3 == 1:  # a process row that comes and goes, and rows in another order
+            snap = dataclasses.replace(snap, processes=snap.processes[::-1][:-1])
+        snaps.append(snap)
+    return snaps
+
+
+def test_a_delta_decodes_to_the_snapshot_and_reuses_what_did_not_change() -> None:
+    snaps = changing(5)
+    for base, snap in itertools.pairwise(snaps):
+        text = delta_json(snap, base)
+        assert len(text) < len(snapshot_json(snap))
+        back = snapshot_from_delta(text, base)
+        assert back == snap
+        assert back.driver is base.driver  # unchanged parts are the base's own objects
+    assert snapshot_from_delta(b"{}", snaps[0]) == snaps[0]
+
+
+def test_format_4_writes_whole_snapshots_every_keyframe_every_rows_and_reads_every_row(tmp_path: Path) -> None:
+    snaps = changing(KEYFRAME_EVERY + 5)
+    path = tmp_path / "v4.gputop"
+    with Recorder(path, 1.0, hostname="h") as recorder:
+        for snap in snaps:
+            recorder.append(snap)
+    db = sqlite3.connect(path)
+    tags = [bytes(data[:1]) for (data,) in db.execute("SELECT data FROM snapshots ORDER BY rowid")]
+    db.close()
+    assert [i for i, tag in enumerate(tags) if tag != DELTA] == [0, KEYFRAME_EVERY]
+    with open_recording(path) as recording:
+        assert list(recording) == snaps
+        rows = [rowid for rowid, _ in recording.index()]
+        for k in [7, 3, KEYFRAME_EVERY + 2, 0, KEYFRAME_EVERY, 4]:  # jumps back and forth
+            assert recording.read(rows[k]) == snaps[k]
+
+
+def test_a_damaged_delta_row_loses_only_itself_and_a_damaged_whole_one_its_deltas(tmp_path: Path) -> None:
+    snaps = changing(KEYFRAME_EVERY + 3)
+    path = tmp_path / "v4.gputop"
+    with Recorder(path, 1.0, hostname="h") as recorder:
+        for snap in snaps:
+            recorder.append(snap)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE snapshots SET data = x'00112233' WHERE rowid IN (5, ?)", (KEYFRAME_EVERY + 1,))
+    db.commit()
+    db.close()
+    with open_recording(path) as recording:
+        back = list(recording)
+        assert recording.skipped == 1 + 3
+        assert back == snaps[:4] + snaps[5:KEYFRAME_EVERY]
+        assert recording.read(6) == snaps[5]
+        with pytest.raises(RecordingError):
+            recording.read(KEYFRAME_EVERY + 2)
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        b"[]",
+        b'{"gpus": 3}',
+        b'{"gpus": [99]}',
+        b'{"gpus": [0, 0]}',
+        b'{"gpus": [[0, {"power_w": "hot"}]]}',
+        b'{"gpus": [[0, {"power_w": 1e300}]]}',
+        b'{"processes": [[0, {"host": 1}]]}',
+        b'{"time": -1}',
+        b'{"host": {"hostname": "\\u001b[31m"}}',
+    ],
+)
+def test_a_bad_delta_is_a_value_error_or_made_printable(delta: bytes) -> None:
+    base = training_scenes.starved_job(1_800_000_000.0)
+    try:
+        snap = snapshot_from_delta(delta, base)
+    except ValueError:
+        return
+    assert snap.host.hostname.isprintable()
+    assert b"hostname" in delta
