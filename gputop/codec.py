@@ -788,24 +788,32 @@ MAX_CHAIN_ROWS = 255
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Keyframe:
-    """A whole snapshot of a recording as read, with what the delta rows after it need: its JSON text (their
-    preset dictionary) and its row."""
+    """A whole snapshot of a recording as read, with what the delta rows after it need: its JSON text and that of
+    the delta right after it (``reference``, once read), their preset dictionary (``delta_dictionary``)."""
 
     snapshot: Snapshot
     text: bytes
     rowid: int
+    reference: bytes | None = None
+
+
+def delta_dictionary(whole: bytes, reference: bytes | None) -> bytes:
+    """The preset dictionary of a delta row: the JSON text of its whole snapshot, and for the rows after the first
+    delta that delta's text (``reference``), which holds what changes at every snapshot, laid out as each delta
+    lays it out; zlib uses the last 32 KiB."""
+    return (whole + reference if reference is not None else whole)[-32768:]
 
 
 def encode_row(text: bytes, zdict: bytes, behind: int = 0) -> bytes:
     """A recording row of format 4: a whole snapshot (``snapshot_json``) deflated with the recording's preset
     dictionary, as in format 3; or, ``behind`` rows after the whole snapshot it changes (1 to
-    ``MAX_CHAIN_ROWS``), ``DELTA``, that distance as one byte, and the ``delta_json`` deflated with that
-    snapshot's JSON text (``zdict``) as the preset dictionary."""
+    ``MAX_CHAIN_ROWS``), ``DELTA``, that distance as one byte, and the ``delta_json`` deflated with ``zdict``
+    (``delta_dictionary``)."""
     if not behind:
         return compress(text, zdict)
     if not 1 <= behind <= MAX_CHAIN_ROWS:
         raise ValueError(f"a delta {behind} rows after its whole snapshot")
-    return DELTA + bytes([behind]) + compress(text, zdict[-32768:], 9)
+    return DELTA + bytes([behind]) + compress(text, zdict, 9)
 
 
 def row_behind(data: object) -> int:
@@ -815,15 +823,21 @@ def row_behind(data: object) -> int:
     return 0
 
 
-def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> Snapshot | Keyframe:
-    """The snapshot of a format-4 row ``rowid``: a ``Keyframe`` for a whole one, decoded with the recording's
-    preset dictionary, else the ``Snapshot`` of a delta, which needs ``key``, the whole snapshot it changes.
-    Raises ``ValueError``, and nothing else, on bad data, or a delta whose whole snapshot is not ``key``."""
+def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> tuple[Snapshot, Keyframe]:
+    """The snapshot of a format-4 row ``rowid``, and the whole snapshot the rows after it change: the row's own
+    if it is one (decoded with the recording's preset dictionary ``zdict``), else ``key``, which a delta needs,
+    with its ``reference`` once that is read. Raises ``ValueError``, and nothing else, on bad data, or a delta
+    whose whole snapshot (or, after the first, the first delta) is not at hand."""
     behind = row_behind(data)
     if not behind:
         text = inflate(data, zdict)
-        return Keyframe(snapshot_from_json(text), text, rowid)
-    if behind == 0 or key is None or key.rowid != rowid - behind:
-        raise ValueError(f"a snapshot's changes from row {rowid - behind}, which cannot be read")
+        key = Keyframe(snapshot_from_json(text), text, rowid)
+        return key.snapshot, key
+    if key is None or key.rowid != rowid - behind:
+        raise ValueError(f"the changes from row {rowid - behind}, which cannot be read")
+    if behind > 1 and key.reference is None:
+        raise ValueError(f"the changes from row {rowid - behind}, whose first changes cannot be read")
     assert isinstance(data, bytes)
-    return snapshot_from_delta(inflate(data[2:], key.text[-32768:]), key.snapshot)
+    text = inflate(data[2:], delta_dictionary(key.text, key.reference if behind > 1 else None))
+    snap = snapshot_from_delta(text, key.snapshot)
+    return snap, dataclasses.replace(key, reference=text) if behind == 1 else key

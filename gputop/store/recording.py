@@ -33,6 +33,7 @@ from gputop.codec import (
     Keyframe,
     decode_row,
     decode_snapshot,
+    delta_dictionary,
     delta_json,
     encode_row,
     row_behind,
@@ -94,8 +95,9 @@ class Recorder:
         self._pending: list[tuple[float, bytes]] = []
         self._zdict: bytes | None = None
         self._key: Snapshot | None = None
-        """The last whole snapshot written, its JSON text, and the rows written since."""
+        """The last whole snapshot written, its JSON text, the text of the delta after it, and the rows since."""
         self._key_text = b""
+        self._reference: bytes | None = None
         self._behind = 0
         self._pending_meta: list[tuple[str, str]] = []
         self.written = 0
@@ -140,12 +142,16 @@ class Recorder:
         """The row of ``snap``: its changes from the last whole snapshot, or whole every ``KEYFRAME_EVERY`` rows."""
         self._behind += 1
         if self._key is not None and self._behind < KEYFRAME_EVERY:
-            return encode_row(delta_json(snap, self._key), self._key_text, self._behind)
+            text = delta_json(snap, self._key)
+            data = encode_row(text, delta_dictionary(self._key_text, self._reference), self._behind)
+            if self._behind == 1:
+                self._reference = text
+            return data
         text = snapshot_json(snap)
         if self._zdict is None:
             self._zdict = text
             self._pending_meta.append(("zdict", json.dumps(text.decode())))
-        self._key, self._key_text, self._behind = snap, text, 0
+        self._key, self._key_text, self._reference, self._behind = snap, text, None, 0
         return encode_row(text, self._zdict)
 
     def tick(self) -> None:
@@ -339,10 +345,7 @@ class Recording:
                     last = rowid
                     try:
                         if chained:
-                            read = decode_row(data, zdict, rowid, key)
-                            if isinstance(read, Keyframe):
-                                key, read = read, read.snapshot
-                            snap = read
+                            snap, key = decode_row(data, zdict, rowid, key)
                         else:
                             snap = decode_snapshot(data, zdict)
                     except ValueError:
@@ -415,30 +418,30 @@ class Recording:
 
     def _read_chained(self, rowid: int) -> Snapshot:
         try:
-            row = self._db.execute(
-                f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
-            ).fetchone()
-            if row is None:
-                raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
-            behind = row_behind(row[0])
+            data = self._row_data(rowid)
+            behind = row_behind(data)
             key = self._key
-            if behind and (key is None or key.rowid != rowid - behind):
-                whole = self._db.execute(
-                    f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid - behind,)
-                ).fetchone()
+            if behind and (key is None or key.rowid != rowid - behind or (behind > 1 and key.reference is None)):
+                # Its whole snapshot, and the first changes after it, which the later ones are deflated with.
                 key = self._key = None
-                if whole is not None:
-                    read = decode_row(whole[0], self._dictionary(), rowid - behind, None)
-                    key = self._key = read if isinstance(read, Keyframe) else None
-            read = decode_row(row[0], self._dictionary(), rowid, key)
+                for back in range(rowid - behind, rowid - behind + min(behind, 2)):
+                    _, key = decode_row(self._row_data(back), self._dictionary(), back, key)
+                self._key = key
+            snap, self._key = decode_row(data, self._dictionary(), rowid, key)
         except sqlite3.DatabaseError as exc:
             raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
         except ValueError as exc:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
-        if isinstance(read, Keyframe):
-            self._key = read
-            return read.snapshot
-        return read
+        return snap
+
+    def _row_data(self, rowid: int) -> object:
+        """The data of row ``rowid`` (None where it is not a snapshot's); RecordingError where there is no row."""
+        row = self._db.execute(
+            f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        if row is None:
+            raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
+        return row[0]
 
     def _dictionary(self) -> bytes:
         """The preset dictionary, written with the first batch (so read again until it is there). One that is not

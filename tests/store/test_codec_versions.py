@@ -565,3 +565,23 @@ def test_a_bad_delta_is_a_value_error_or_made_printable(delta: bytes) -> None:
         return
     assert snap.host.hostname.isprintable()
     assert b"hostname" in delta
+
+
+def test_the_rows_after_a_damaged_first_delta_cannot_be_read_and_are_counted(tmp_path: Path) -> None:
+    """Deltas after the first are deflated with its text as well (docs/recording.md): the first is as needed as
+    the whole snapshot."""
+    snaps = changing(KEYFRAME_EVERY + 2)
+    path = tmp_path / "v4.gputop"
+    with Recorder(path, 1.0, hostname="h") as recorder:
+        for snap in snaps:
+            recorder.append(snap)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE snapshots SET data = x'00112233' WHERE rowid = 2")
+    db.commit()
+    db.close()
+    with open_recording(path) as recording:
+        assert list(recording) == [snaps[0], *snaps[KEYFRAME_EVERY:]]
+        assert recording.skipped == KEYFRAME_EVERY - 1
+        assert recording.read(KEYFRAME_EVERY + 2) == snaps[-1]
+        with pytest.raises(RecordingError, match="snapshot row 3 does not decode"):
+            recording.read(3)
