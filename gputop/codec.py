@@ -527,9 +527,9 @@ DELTA = b"D"
 (``delta_json``); a whole snapshot's row is deflated JSON, whose first byte is zlib's (0x78). A delta adds no more
 values than it holds, so a snapshot read from one stays within twice what one snapshot may be."""
 
-_FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS = 0, 1, 2
+_FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS, _FIELD_NUMBER = 0, 1, 2, 3
 """How a delta writes a field that changed: its value whole; a dataclass as its own changed fields; a tuple of
-dataclasses item by item."""
+dataclasses item by item; a number whole (checked in line when it is one, by its decoder otherwise)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -551,6 +551,10 @@ class _Shape:
     key: Callable[[object], object]
     """What identifies an item of a tuple across snapshots (a GPU's index, a process's PID...): its first two
     fields of a number, a string or a state."""
+    fields: dict[str, tuple[int, int, Decoder, type | None, float, float, frozenset[type]]]
+    """By name: position, kind, decoder, dataclass, and for a number the range and types its decoder accepts."""
+    limits: tuple[tuple[int, str, int], ...]
+    """``TEXT_LIMITS`` of the class: position, name, most characters."""
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -566,6 +570,7 @@ def _shape(cls: type) -> _Shape:
 
 def _make_shape(cls: type) -> _Shape:
     names, kinds, classes, scalars = [], [], [], []
+    ranges: dict[str, tuple[float, float, frozenset[type]]] = {}
     decoders = dict(_field_decoders(cls))
     for name, hint in _fields_of(cls):
         inner = (
@@ -592,6 +597,13 @@ def _make_shape(cls: type) -> _Shape:
             kind, sub = _FIELD_OBJECTS, args[0]
         else:
             kind, sub = _FIELD_DATA, None
+        if kind == _FIELD_DATA and len(inner) == 1 and inner[0] in (int, float) and (cls, name) not in HOST_FIELDS:
+            kind = _FIELD_NUMBER
+            epoch = inner[0] is float and name in _TIME_FIELDS
+            low, high = (
+                (-MAX_INT, MAX_INT) if inner[0] is int else (0.0, MAX_TIME) if epoch else (-MAX_FLOAT, MAX_FLOAT)
+            )
+            ranges[name] = (low, high, frozenset({int, inner[0]}))
         names.append(name)
         kinds.append(kind)
         classes.append(sub)
@@ -616,6 +628,11 @@ def _make_shape(cls: type) -> _Shape:
         values=getter if len(names) > 1 else (lambda obj: (getter(obj),)),
         build=typing.cast("Callable[[list[object]], object]", scope["build"]),
         key=first,
+        fields={
+            name: (i, kind, decoders[name], sub, *ranges.get(name, (0.0, 0.0, frozenset())))
+            for i, (name, kind, sub) in enumerate(zip(names, kinds, classes, strict=True))
+        },
+        limits=tuple((names.index(name), name, limit) for name, limit in TEXT_LIMITS.get(cls, {}).items()),
     )
 
 
@@ -736,26 +753,32 @@ def _patch_object(delta: object, old: object, cls: type) -> object:
 def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape, skip: str = "") -> object:
     """An instance of ``shape.cls`` with ``values``, the fields in ``delta`` changed. Unknown keys are ignored, as
     a whole snapshot's are."""
-    position, kinds = shape.position, shape.kinds
+    fields = shape.fields
     name = ""
     try:
         for name, value in delta.items():
-            i = position.get(name)
-            if i is None or name == skip:
+            field = fields.get(name)
+            if field is None or name == skip:
                 continue
-            kind = kinds[i]
-            if kind == _FIELD_DATA or value is None or values[i] is None:
-                values[i] = shape.decoders[i](value)
+            i, kind, decode, sub, low, high, numeric = field
+            if kind == _FIELD_NUMBER:
+                # type(), not isinstance: JSON's true is an int to Python. NaN fails both comparisons.
+                if type(value) in numeric and low <= value <= high:  # type: ignore[operator]
+                    values[i] = value
+                else:
+                    values[i] = decode(value)  # None where allowed, else the decoder's error
+            elif kind == _FIELD_DATA or value is None or values[i] is None:
+                values[i] = decode(value)
             elif kind == _FIELD_OBJECT:
-                values[i] = _patch_object(value, values[i], typing.cast("type", shape.classes[i]))
+                values[i] = _patch_object(value, values[i], typing.cast("type", sub))
             else:
-                values[i] = _patch_items(value, values[i], typing.cast("type", shape.classes[i]))
+                values[i] = _patch_items(value, values[i], typing.cast("type", sub))
     except ValueError as exc:
         raise ValueError(f"{shape.cls.__name__}.{name}: {exc}") from None
-    for field, limit in TEXT_LIMITS.get(shape.cls, {}).items():
-        text = values[position[field]]
+    for i, field_name, limit in shape.limits:
+        text = values[i]
         if isinstance(text, str) and len(text) > limit:
-            raise ValueError(f"{shape.cls.__name__}.{field}: over {limit} characters")
+            raise ValueError(f"{shape.cls.__name__}.{field_name}: over {limit} characters")
     return shape.build(values)
 
 
