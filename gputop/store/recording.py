@@ -425,7 +425,7 @@ class Recording:
                 # Its whole snapshot, and the first changes after it, which the later ones are deflated with.
                 key = self._key = None
                 for back in range(rowid - behind, rowid - behind + min(behind, 2)):
-                    _, key = decode_row(self._row_data(back), self._dictionary(), back, key)
+                    _, key = decode_row(self._row_data(back, None), self._dictionary(), back, key)
                 self._key = key
             snap, self._key = decode_row(data, self._dictionary(), rowid, key)
         except sqlite3.DatabaseError as exc:
@@ -434,13 +434,16 @@ class Recording:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
         return snap
 
-    def _row_data(self, rowid: int) -> object:
-        """The data of row ``rowid`` (None where it is not a snapshot's); RecordingError where there is no row."""
+    def _row_data(self, rowid: int, missing: object = RecordingError) -> object:
+        """The data of row ``rowid`` (None where it is not a snapshot's); where there is no such row,
+        RecordingError, or ``missing`` when given (a row a delta names, which then does not decode)."""
         row = self._db.execute(
             f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
         ).fetchone()
         if row is None:
-            raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
+            if missing is RecordingError:
+                raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
+            return missing
         return row[0]
 
     def _dictionary(self) -> bytes:

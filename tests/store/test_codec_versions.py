@@ -13,6 +13,7 @@ import itertools
 import json
 import shutil
 import sqlite3
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gputop.codec import (
     ADDED_LATER,
     DELTA,
     FORMAT,
+    MAX_SNAPSHOT_BYTES,
     V1_NOT_RECORDED,
     decode_snapshot,
     delta_json,
@@ -585,3 +587,36 @@ def test_the_rows_after_a_damaged_first_delta_cannot_be_read_and_are_counted(tmp
         assert recording.read(KEYFRAME_EVERY + 2) == snaps[-1]
         with pytest.raises(RecordingError, match="snapshot row 3 does not decode"):
             recording.read(3)
+
+
+def test_hostile_delta_rows_are_skipped_one_by_one(tmp_path: Path) -> None:
+    """A delta row naming a row that is not its whole snapshot, or no row, or inflating past the limit, or with a
+    first byte that is neither, is a row that cannot be read: skipped and counted, the rows around it read."""
+    snaps = changing(12)
+    path = tmp_path / "v4.gputop"
+    with Recorder(path, 1.0, hostname="h") as recorder:
+        for snap in snaps:
+            recorder.append(snap)
+    bomb = zlib.compress(b"{" + b" " * (MAX_SNAPSHOT_BYTES + 10) + b"}", 9)
+    db = sqlite3.connect(path)
+    good = db.execute("SELECT data FROM snapshots WHERE rowid = 4").fetchone()[0]
+    db.executemany(
+        "UPDATE snapshots SET data = ? WHERE rowid = ?",
+        [
+            (DELTA + bytes([1]) + good[2:], 4),  # names row 3, a delta: not its whole snapshot
+            (DELTA + bytes([9]) + good[2:], 6),  # names a row before the first
+            (DELTA + bytes([5]) + bomb, 7),  # names row 2 (a delta) and inflates to over 16 MiB
+            (DELTA, 8),  # no distance
+            (b"X" + good[2:], 9),
+        ],
+    )
+    db.commit()
+    db.close()
+    with open_recording(path) as recording:
+        back = list(recording)
+        assert recording.skipped == 5
+        assert back == [snaps[i] for i in (0, 1, 2, 4, 9, 10, 11)]
+        for rowid in (4, 6, 7, 8, 9):
+            with pytest.raises(RecordingError, match=f"snapshot row {rowid} does not decode"):
+                recording.read(rowid)
+        assert recording.read(10) == snaps[9]
