@@ -6,6 +6,7 @@ last ``window_s`` seconds, so one odd tick neither raises nor clears a finding.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import statistics
 from collections.abc import Callable, Hashable, Sequence
@@ -209,21 +210,159 @@ MAX_READERS = 4096
 otherwise grow it for ever); a reader seen again after that gets a new number and is read anew."""
 
 
+_CODE_READERS: dict[int, tuple[object, int]] = {}
+"""The numbers of readers without a closure by their code's id (with the code, which an id alone cannot tell
+apart from a later code object's): a rule's lambda is a new function at every tick, but always the same code."""
+
+
+_FIXED_READERS: dict[int, tuple[object, int]] = {}
+"""Readers made once for good (``fixed_reader``), by their id, with their numbers."""
+
+
+def fixed_reader(read: Callable[[JobSample], T]) -> Callable[[JobSample], T]:
+    """Gives ``read`` a number of its own for good: a reader made once and kept (a module's, or one made once per
+    name) is then told apart at the cost of one look-up."""
+    _FIXED_READERS[id(read)] = (read, next(_NEXT_READER_ID))
+    return read
+
+
 def reader_key(read: Callable[..., object]) -> int | None:
     """A number for a reader, the same across calls for the same code closing over equal values (a rule builds
     its lambdas anew at every tick); None for a reader that cannot be told apart that way, never cached. A number
     is a cheaper key than the reader for the samples' readings."""
+    fixed = _FIXED_READERS.get(id(read))
+    if fixed is not None and fixed[0] is read:
+        return fixed[1]
     try:
         cells = read.__closure__
-        key = (read.__code__, tuple(c.cell_contents for c in cells) if cells else ())
+        code = read.__code__
+    except AttributeError:  # not a plain function
+        return None
+    if cells is None:
+        known = _CODE_READERS.get(id(code))
+        if known is not None and known[0] is code:
+            return known[1]
+    try:
+        key = (code, tuple(c.cell_contents for c in cells) if cells else ())
         number = _READER_IDS.get(key)
-    except (AttributeError, TypeError, ValueError):  # not a plain function, an unhashable or empty cell
+    except (TypeError, ValueError):  # an unhashable or empty cell
         return None
     if number is None:
         if len(_READER_IDS) >= MAX_READERS:
             _READER_IDS.clear()
+            _CODE_READERS.clear()
         number = _READER_IDS[key] = next(_NEXT_READER_ID)
+    if cells is None:
+        _CODE_READERS[id(code)] = (code, number)
     return number
+
+
+class Lineage:
+    """The windows one process's history gives, tick after tick, and what was read of them.
+
+    Each tick's window is the last one with samples dropped at its start and added at its end, so what a reader
+    gave for it (its column) and the column's values in order (for the median) are updated by what changed instead
+    of read anew. A window derived the same way at every tick (``JobWindow.last``, ``JobWindow.where``) has a
+    lineage of its own, a child of its parent's. ``ordered``: the samples' times never go back, so the last
+    seconds of a window are found by bisection.
+    """
+
+    __slots__ = ("children", "columns", "ordered", "sorted")
+
+    def __init__(self) -> None:
+        self.columns: dict[int, tuple[tuple[JobSample, ...], list[object]]] = {}
+        self.sorted: dict[int, tuple[tuple[JobSample, ...], list[float]] | None] = {}
+        self.children: dict[Hashable, Lineage] = {}
+        self.ordered = True
+
+    def child(self, key: Hashable) -> Lineage:
+        child = self.children.get(key)
+        if child is None:
+            child = self.children[key] = Lineage()
+        child.ordered = self.ordered
+        return child
+
+    def read(self, key: int, read: Callable[[JobSample], T], samples: tuple[JobSample, ...]) -> list[T]:
+        """``read`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
+        entry = self.columns.get(key)
+        if entry is not None:
+            before, column = entry
+            if before is samples:
+                return cast(list[T], column)
+            shift = _shift(before, samples)
+            if shift is not None:
+                dropped, kept = shift
+                column = column[dropped:]
+                column.extend(_reading(sample, key, read) for sample in samples[kept:])
+                self.columns[key] = (samples, column)
+                return cast(list[T], column)
+        values = [_reading(sample, key, read) for sample in samples]
+        self.columns[key] = (samples, cast(list[object], values))
+        return values
+
+    def median(self, key: int, read: Read, samples: tuple[JobSample, ...]) -> float | None:
+        """The median of ``read`` over ``samples``, from the last window's values in order, less the values of the
+        samples dropped, plus those of the samples added (where they are all plain numbers)."""
+        before = self.columns.get(key)
+        column = self.read(key, read, samples)
+        entry = self.sorted.get(key)
+        ordered = None
+        if entry is not None and before is not None and entry[0] is before[0]:
+            shift = _shift(before[0], samples)
+            if shift is not None:
+                dropped, kept = shift
+                ordered = entry[1]
+                for value in before[1][:dropped]:
+                    if value is not None:
+                        del ordered[bisect.bisect_left(ordered, cast(float, value))]
+                for value in column[len(column) - (len(samples) - kept) :]:
+                    if value is not None:
+                        if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                            ordered = None
+                            break
+                        bisect.insort_right(ordered, value)
+        if ordered is None:
+            known = [v for v in column if v is not None]
+            ordered = sorted(known) if all(v == v for v in known) else None
+        self.sorted[key] = None if ordered is None else (samples, ordered)
+        if ordered is None:
+            return _median([v for v in column if v is not None])
+        n = len(ordered)
+        if not n:
+            return None
+        middle = n // 2
+        return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _shift(before: tuple[JobSample, ...], after: tuple[JobSample, ...]) -> tuple[int, int] | None:
+    """How ``after`` continues ``before`` (both runs of one history): ``(dropped, kept)``, the samples dropped from
+    the start of ``before`` and those of it kept at the start of ``after``; None when it does not."""
+    if not before or not after:
+        return None
+    first = after[0]
+    dropped = 0
+    for sample in before:
+        if sample is first:
+            break
+        dropped += 1
+    else:
+        return None
+    kept = len(before) - dropped
+    if kept > len(after) or before[-1] is not after[kept - 1]:
+        return None
+    return dropped, kept
+
+
+def _reading(sample: JobSample, key: int, read: Callable[[JobSample], T]) -> T:
+    readings = sample.readings
+    value = readings.get(key, _UNREAD)
+    if value is _UNREAD:
+        value = readings[key] = read(sample)
+    return cast(T, value)
+
+
+def _time(sample: JobSample) -> float:
+    return sample.time
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,10 +371,12 @@ class JobWindow:
 
     Samples are immutable and readers pure, so what a reader gave for a sample is kept on the sample, and a
     window's statistics on the window: the rules of one tick share them, and the next tick's window reads only
-    its new sample.
+    its new sample. A window of the advisor's history has a ``lineage``: its statistics are then updated from the
+    last tick's window's by the samples that changed.
     """
 
     samples: tuple[JobSample, ...]
+    lineage: Lineage | None = field(default=None, repr=False, compare=False)
     _memo: dict[Hashable, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -250,26 +391,45 @@ class JobWindow:
         """The samples of the last ``seconds``."""
         if not self.samples:
             return self
-        since = self.latest.time - seconds
-        return self.cached(("last", seconds), lambda: JobWindow(tuple(s for s in self.samples if s.time >= since)))
+        key = ("last", seconds)
+        found = self._memo.get(key)
+        if found is None:
+            samples = self.samples
+            since = samples[-1].time - seconds
+            lineage = self.lineage
+            if lineage is not None and lineage.ordered:
+                recent = samples[bisect.bisect_left(samples, since, key=_time) :]
+            else:
+                recent = tuple(s for s in samples if s.time >= since)
+            found = self._memo[key] = JobWindow(recent, None if lineage is None else lineage.child(key))
+        return cast(JobWindow, found)
+
+    def where(self, test: Callable[[JobSample], bool]) -> JobWindow:
+        """The samples for which ``test`` is true."""
+        key = reader_key(test)
+        if key is None or self.lineage is None:
+            return JobWindow(tuple(s for s in self.samples if test(s)))
+        memo_key = ("where", key)
+        found = self._memo.get(memo_key)
+        if found is None:
+            kept = self._read(test)
+            samples = tuple(itertools.compress(self.samples, kept))
+            found = self._memo[memo_key] = JobWindow(samples, self.lineage.child(memo_key))
+        return cast(JobWindow, found)
 
     def covers(self, seconds: float) -> bool:
         """Whether there are enough samples, spread over most of ``seconds``, to judge a window."""
         return len(self.samples) >= MIN_SAMPLES and self.span_s >= 0.6 * seconds
 
     def _read(self, read: Callable[[JobSample], T]) -> list[T]:
-        """``read`` of every sample, from each sample's readings where it read it before."""
+        """``read`` of every sample, from each sample's readings where it read it before. Not to be changed: the
+        list may be kept for the next tick's window."""
         key = reader_key(read)
         if key is None:
             return [read(s) for s in self.samples]
-        out: list[T] = []
-        for sample in self.samples:
-            readings = sample.readings
-            value = readings.get(key, _UNREAD)
-            if value is _UNREAD:
-                value = readings[key] = read(sample)
-            out.append(cast(T, value))
-        return out
+        if self.lineage is not None:
+            return self.lineage.read(key, read, self.samples)
+        return [_reading(sample, key, read) for sample in self.samples]
 
     def values(self, read: Read) -> list[float]:
         return [v for v in self._read(read) if v is not None]
@@ -282,7 +442,15 @@ class JobWindow:
         key = reader_key(read)
         if key is None:
             return _median(self.values(read))
-        return self.cached(("median", key), lambda: _median(self.values(read)))
+        memo_key = ("median", key)
+        memo = self._memo
+        if memo_key in memo:
+            return cast("float | None", memo[memo_key])
+        lineage = self.lineage
+        found = memo[memo_key] = (
+            _median(self.values(read)) if lineage is None else lineage.median(key, read, self.samples)
+        )
+        return found
 
     def share(self, test: Callable[[JobSample], bool | None]) -> float | None:
         """The share of samples for which ``test`` is true, among those where it is known."""
@@ -296,13 +464,26 @@ class JobWindow:
 
     def loader_median(self, name: str) -> float | None:
         """The median of a number the probe reports for the active DataLoader (``data_wait_share``, ...)."""
-        return self.median(lambda s: getattr(s.loader, name) if s.loader is not None else None)
+        return self.median(_LOADER_READERS.get(name) or _loader_reader(name))
 
     def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked of this window, what it gave after that."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[return-value]
+
+
+_LOADER_READERS: dict[str, Read] = {}
+
+
+def _loader_reader(name: str) -> Read:
+    """The reader of one of the active DataLoader's numbers, made once per name."""
+
+    def read(s: JobSample) -> float | None:
+        return getattr(s.loader, name) if s.loader is not None else None
+
+    _LOADER_READERS[name] = fixed_reader(read)
+    return read
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,15 +618,20 @@ class Rise:
     r2: float
 
 
-def steady_rise(points: Sequence[tuple[float, float]]) -> Rise | None:
+def steady_rise(points: Sequence[tuple[float, float]], least: float = 0.0) -> Rise | None:
     """How a series rises when it rises steadily: a good linear fit (``STEADY_R2``), and each half of the window
-    carrying at least a quarter of the rise, which a single jump (an import, a cache filled once) does not."""
+    carrying at least a quarter of the rise, which a single jump (an import, a cache filled once) does not.
+    A rise below ``least`` is none (and needs no fit)."""
+    if not points:
+        return None
+    rise = points[-1][1] - points[0][1]
+    if rise <= 0 or rise < least:
+        return None
     fit = linear_fit(points)
     if fit is None:
         return None
     slope, r2 = fit
-    rise = points[-1][1] - points[0][1]
-    if slope <= 0 or rise <= 0 or r2 < STEADY_R2:
+    if slope <= 0 or r2 < STEADY_R2:
         return None
     middle = (points[0][0] + points[-1][0]) / 2
     first = [v for t, v in points if t <= middle]

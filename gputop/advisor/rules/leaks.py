@@ -34,7 +34,7 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    warm = JobWindow(tuple(s for s in recent.samples if _after_warmup(s)))
+    warm = recent.where(_after_warmup)
     if not warm.covers(config.window_s):
         return None
     latest = warm.latest
@@ -49,8 +49,8 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         room = latest.host.memory_available_bytes
         series.append(("the training process's RSS", points, th.LEAK_MIN_RISE_HOST_BYTES, room))
     for what, points, least, room in series:
-        growth = steady_rise(points)
-        if growth is None or growth.rise < least:
+        growth = steady_rise(points, least)
+        if growth is None:
             continue
         rise, slope, r2 = growth.rise, growth.slope, growth.r2
         full_s = None if room is None else room / slope

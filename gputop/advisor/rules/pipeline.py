@@ -58,6 +58,8 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     latest = recent.latest
     workers = latest.num_workers
+    if not workers:
+        return None
     wait = recent.loader_median("data_wait_share")
     steps = recent.loader_median("steps_per_s")
     loader = latest.loader

@@ -89,7 +89,8 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    steady = {x.pid for x in recent.samples[0].view.workers} & {x.pid for x in recent.latest.view.workers}
+    # A frozen set: the reader below closes over it, and a hashable one lets the window keep what it read.
+    steady = frozenset(x.pid for x in recent.samples[0].view.workers) & {x.pid for x in recent.latest.view.workers}
     if not steady:
         return None
 
@@ -98,8 +99,8 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         known = [v for v in values if v is not None]
         return float(sum(known)) if len(known) == len(values) >= len(steady) else None
 
-    growth = steady_rise(recent.points(total))
-    if growth is None or growth.rise < th.WORKER_GROWTH_MIN_BYTES:
+    growth = steady_rise(recent.points(total), th.WORKER_GROWTH_MIN_BYTES)
+    if growth is None:
         return None
     rise, slope, r2 = growth.rise, growth.slope, growth.r2
     full_s = recent.latest.host.memory_available_bytes / slope
