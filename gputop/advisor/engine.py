@@ -232,8 +232,10 @@ class Advisor:
         advice = [s.advice for s in self._states.values() if s.advice is not None]
         merging = ({job.id: job.pids for job in self._jobs.values()}, dict(self._gpus))
         last_advice, last_merging = self._last_merge
-        if len(advice) != len(last_advice) or any(a is not b for a, b in zip(advice, last_advice)) or (
-            merging != last_merging
+        if (
+            len(advice) != len(last_advice)
+            or any(a is not b for a, b in zip(advice, last_advice))
+            or (merging != last_merging)
         ):
             self.active = by_urgency(self._merged(advice))
             self._last_merge = (advice, merging)

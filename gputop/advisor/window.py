@@ -267,9 +267,11 @@ class Lineage:
     seconds of a window are found by bisection.
     """
 
-    __slots__ = ("children", "columns", "ordered", "sorted")
+    __slots__ = ("children", "columns", "findings", "ordered", "sorted")
 
     def __init__(self) -> None:
+        self.findings: dict[str, tuple[tuple[object, ...], object]] = {}
+        """What a rule made of its last inputs (``rules.base.remembered``), by rule."""
         self.columns: dict[int, tuple[tuple[JobSample, ...], list[object]]] = {}
         self.sorted: dict[int, tuple[tuple[JobSample, ...], list[float]] | None] = {}
         self.children: dict[Hashable, Lineage] = {}
@@ -284,49 +286,59 @@ class Lineage:
 
     def read(self, key: int, read: Callable[[JobSample], T], samples: tuple[JobSample, ...]) -> list[T]:
         """``read`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
+        return cast(list[T], self._update(key, read, samples)[0])
+
+    def _update(
+        self, key: int, read: Callable[[JobSample], object], samples: tuple[JobSample, ...]
+    ) -> tuple[list[object], tuple[JobSample, ...] | None, int, int]:
+        """The column of ``read`` over ``samples``, with the samples of the column before, and how many of them were
+        dropped and kept (``_shift``); None and zeros where it was read anew."""
         entry = self.columns.get(key)
         if entry is not None:
             before, column = entry
             if before is samples:
-                return cast(list[T], column)
+                return column, before, 0, len(samples)
             shift = _shift(before, samples)
             if shift is not None:
                 dropped, kept = shift
                 column = column[dropped:]
-                column.extend(_reading(sample, key, read) for sample in samples[kept:])
+                for sample in samples[kept:]:
+                    readings = sample.readings
+                    value = readings.get(key, _UNREAD)
+                    if value is _UNREAD:
+                        value = readings[key] = read(sample)
+                    column.append(value)
                 self.columns[key] = (samples, column)
-                return cast(list[T], column)
-        values = [_reading(sample, key, read) for sample in samples]
-        self.columns[key] = (samples, cast(list[object], values))
-        return values
+                return column, before, dropped, kept
+        column = [_reading(sample, key, read) for sample in samples]
+        self.columns[key] = (samples, column)
+        return column, None, 0, 0
 
     def median(self, key: int, read: Read, samples: tuple[JobSample, ...]) -> float | None:
         """The median of ``read`` over ``samples``, from the last window's values in order, less the values of the
         samples dropped, plus those of the samples added (where they are all plain numbers)."""
-        before = self.columns.get(key)
-        column = self.read(key, read, samples)
         entry = self.sorted.get(key)
-        ordered = None
-        if entry is not None and before is not None and entry[0] is before[0]:
-            shift = _shift(before[0], samples)
-            if shift is not None:
-                dropped, kept = shift
-                ordered = entry[1]
-                for value in before[1][:dropped]:
-                    if value is not None:
-                        del ordered[bisect.bisect_left(ordered, cast(float, value))]
-                for value in column[len(column) - (len(samples) - kept) :]:
-                    if value is not None:
-                        if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
-                            ordered = None
-                            break
-                        bisect.insort_right(ordered, value)
+        previous = self.columns.get(key)
+        column, before, dropped, kept = self._update(key, read, samples)
+        ordered: list[float] | None = None
+        if entry is not None and before is not None and entry[0] is before and previous is not None:
+            ordered = entry[1]
+            for value in previous[1][:dropped]:
+                if value is not None:
+                    del ordered[bisect.bisect_left(ordered, cast(float, value))]
+            for value in column[kept:] if kept else column:
+                if value is not None:
+                    if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                        ordered = None
+                        break
+                    bisect.insort_right(ordered, cast(float, value))
         if ordered is None:
-            known = [v for v in column if v is not None]
-            ordered = sorted(known) if all(v == v for v in known) else None
-        self.sorted[key] = None if ordered is None else (samples, ordered)
-        if ordered is None:
-            return _median([v for v in column if v is not None])
+            known = [cast(float, v) for v in column if v is not None]
+            if not all(v == v for v in known):
+                self.sorted[key] = None
+                return _median(known)
+            ordered = sorted(known)
+        self.sorted[key] = (samples, ordered)
         n = len(ordered)
         if not n:
             return None

@@ -41,6 +41,22 @@ class Rule:
         return config.gpu_idle_s if self.idle else config.window_s
 
 
+def remembered(w: JobWindow, rule: str, inputs: tuple[object, ...], build: Callable[..., Finding]) -> Finding:
+    """``build(*inputs)``: the finding of ``rule`` from the numbers it measured. Measured numbers often hold from
+    one tick to the next; then the finding made of them at the last tick of this process is given again, the same
+    object, instead of worded anew (and the engine keeps its advice as it is)."""
+    lineage = w.lineage
+    if lineage is None:
+        return build(*inputs)
+    kinds = tuple(type(v) for v in inputs)
+    last = lineage.findings.get(rule)
+    if last is not None and last[0] == (kinds, inputs):
+        return last[1]  # type: ignore[return-value]
+    found = build(*inputs)
+    lineage.findings[rule] = ((kinds, inputs), found)
+    return found
+
+
 def pct(share: float | None) -> str:
     """A 0-1 share as a whole percentage, for the words of a finding."""
     return "N/A" if share is None else f"{share * 100:.0f}%"
