@@ -267,13 +267,15 @@ class Lineage:
     seconds of a window are found by bisection.
     """
 
-    __slots__ = ("children", "columns", "findings", "ordered", "sorted")
+    __slots__ = ("children", "columns", "findings", "ordered", "sorted", "tallies", "totals")
 
     def __init__(self) -> None:
         self.findings: dict[str, tuple[tuple[object, ...], object]] = {}
         """What a rule made of its last inputs (``rules.base.remembered``), by rule."""
         self.columns: dict[int, tuple[tuple[JobSample, ...], list[object]]] = {}
         self.sorted: dict[int, tuple[tuple[JobSample, ...], list[float]] | None] = {}
+        self.totals: dict[int, tuple[tuple[JobSample, ...], list[int]]] = {}
+        self.tallies: dict[int, tuple[tuple[JobSample, ...], int, int] | None] = {}
         self.children: dict[Hashable, Lineage] = {}
         self.ordered = True
 
@@ -344,6 +346,61 @@ class Lineage:
             return None
         middle = n // 2
         return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+    def total(
+        self, key: int, read: Callable[[JobSample], tuple[int, ...]], samples: tuple[JobSample, ...]
+    ) -> list[int]:
+        """The sums, place by place, of ``read``'s tuples of whole numbers over ``samples``: the last window's, less
+        the samples dropped, plus the samples added (whole numbers: the sums stay exact)."""
+        entry = self.totals.get(key)
+        previous = self.columns.get(key)
+        column, before, dropped, kept = self._update(key, read, samples)
+        if entry is not None and before is not None and entry[0] is before and previous is not None:
+            sums = list(entry[1])
+            for value in cast(list[tuple[int, ...]], previous[1][:dropped]):
+                for place, n in enumerate(value):
+                    sums[place] -= n
+            for value in cast(list[tuple[int, ...]], column[kept:]):
+                for place, n in enumerate(value):
+                    sums[place] += n
+        else:
+            values = cast(list[tuple[int, ...]], column)
+            sums = [sum(place) for place in zip(*values)] if values else []
+        self.totals[key] = (samples, sums)
+        return sums
+
+    def share(self, key: int, test: Callable[[JobSample], bool | None], samples: tuple[JobSample, ...]) -> float | None:
+        """The share of ``samples`` for which ``test`` is true among those where it is known: the last window's
+        counts, less the samples dropped, plus the samples added (where ``test`` gives booleans)."""
+        entry = self.tallies.get(key)
+        previous = self.columns.get(key)
+        column, before, dropped, kept = self._update(key, test, samples)
+        if entry is not None and before is not None and entry[0] is before and previous is not None:
+            _, known, true = entry
+            for value in previous[1][:dropped]:
+                if value is not None:
+                    known -= 1
+                    true -= value is True
+            for value in column[kept:]:
+                if value is not None:
+                    if type(value) is not bool:
+                        self.tallies[key] = None
+                        return _share(column)
+                    known += 1
+                    true += value
+        else:
+            if any(v is not None and type(v) is not bool for v in column):
+                self.tallies[key] = None
+                return _share(column)
+            known = sum(v is not None for v in column)
+            true = sum(v is True for v in column)
+        self.tallies[key] = (samples, known, true)
+        return true / known if known else None
+
+
+def _share(column: Sequence[object]) -> float | None:
+    known = [t for t in column if t is not None]
+    return sum(known) / len(known) if known else None  # type: ignore[arg-type]
 
 
 def _shift(before: tuple[JobSample, ...], after: tuple[JobSample, ...]) -> tuple[int, int] | None:
@@ -467,12 +524,13 @@ class JobWindow:
     def share(self, test: Callable[[JobSample], bool | None]) -> float | None:
         """The share of samples for which ``test`` is true, among those where it is known."""
 
-        def compute() -> float | None:
-            known = [t for t in self._read(test) if t is not None]
-            return sum(known) / len(known) if known else None
-
         key = reader_key(test)
-        return compute() if key is None else self.cached(("share", key), compute)
+        if key is None:
+            return _share([test(s) for s in self.samples])
+        lineage = self.lineage
+        if lineage is None:
+            return self.cached(("share", key), lambda: _share(self._read(test)))
+        return self.cached(("share", key), lambda: lineage.share(key, test, self.samples))
 
     def loader_median(self, name: str) -> float | None:
         """The median of a number the probe reports for the active DataLoader (``data_wait_share``, ...)."""
@@ -527,16 +585,21 @@ def _worker_states(sample: JobSample) -> tuple[int, int, int]:
         if host.status is None:
             continue
         readings += 1
-        busy += host.status == "running" or (host.cpu_percent or 0.0) >= 50.0
-        disk += host.status == "disk-sleep"
+        busy += int(host.status == "running" or (host.cpu_percent or 0.0) >= 50.0)
+        disk += int(host.status == "disk-sleep")
     return readings, busy, disk
 
 
 def _worker_activity(window: JobWindow) -> WorkerActivity | None:
-    states = window._read(_worker_states)
-    readings = sum(r for r, _, _ in states)
-    busy = sum(b for _, b, _ in states)
-    disk = sum(d for _, _, d in states)
+    lineage = window.lineage
+    key = reader_key(_worker_states)
+    if lineage is not None and key is not None:
+        readings, busy, disk = lineage.total(key, _worker_states, window.samples) or (0, 0, 0)
+    else:
+        states = window._read(_worker_states)
+        readings = sum(r for r, _, _ in states)
+        busy = sum(b for _, b, _ in states)
+        disk = sum(d for _, _, d in states)
     if not readings:
         return None
     cpu = window.median(lambda s: s.view.workers_cpu_percent)

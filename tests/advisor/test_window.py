@@ -9,8 +9,8 @@ import statistics
 import pytest
 
 from gputop.advisor.engine import History
-from gputop.advisor.window import JobSample, JobWindow
-from tests.advisor.build import loader, sample, view, window
+from gputop.advisor.window import JobSample, JobWindow, worker_activity
+from tests.advisor.build import loader, sample, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -64,9 +64,14 @@ def _history_windows(values: list[float | None], times: list[float]) -> list[Job
     history = History()
     windows = []
     for t, value in zip(times, values):
-        history.add(sample(t, view(loader(wait=value))), t - 8.0)
+        busy = int(value * 10) % 3 if value is not None and value == value else 0
+        history.add(sample(t, view(loader(wait=value), workers(busy, status="running"))), t - 8.0)
         windows.append(history.window())
     return windows
+
+
+def _waits(s: JobSample) -> bool | None:
+    return None if s.loader is None or s.loader.data_wait_share is None else s.loader.data_wait_share >= 0.5
 
 
 def _expected_median(w: JobWindow, name: str) -> float | None:
@@ -90,6 +95,10 @@ def test_the_statistics_a_history_updates_tick_by_tick_are_those_of_the_whole_wi
             assert window_.loader_median("data_wait_share") == _expected_median(window_, "data_wait_share")
             assert window_.loader_median("steps_per_s") == _expected_median(window_, "steps_per_s")
         assert recent.samples == tuple(s for s in w.samples if s.time >= w.latest.time - 3.0)
+        for window_ in (w, recent):
+            fresh = JobWindow(window_.samples)  # no lineage: read anew
+            assert window_.share(_waits) == fresh.share(_waits)
+            assert worker_activity(window_) == worker_activity(fresh)
 
 
 def test_a_window_holding_nan_has_the_median_a_fresh_sort_gives():

@@ -23,9 +23,14 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if not workers or activity is None:
         return None
     cores = cores_per_rank(latest)
+    memory = activity.uss_bytes_per_worker * workers if activity.uss_bytes_per_worker is not None else None
+    # The cheap conditions of both findings first: most windows meet neither.
+    crowded = latest.local_ranks == 1 and workers > cores and activity.busy_share >= th.WORKER_BUSY_SHARE
+    idle = activity.busy_share < th.WORKER_IDLE_SHARE and memory is not None and memory >= th.WORKER_MEMORY_LARGE_BYTES
+    if not (crowded or idle):
+        return None
     host_cpu = recent.median(lambda s: s.host.cpu_percent)
     wait = recent.loader_median("data_wait_share")
-    memory = activity.uss_bytes_per_worker * workers if activity.uss_bytes_per_worker is not None else None
     evidence: dict[str, object] = {
         "num_workers": workers,
         "ranks": latest.local_ranks,
