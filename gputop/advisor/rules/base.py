@@ -68,9 +68,13 @@ def count(n: int, noun: str) -> str:
 
 
 def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
-    """The last window of ``w``, or None while the samples do not cover one yet."""
-    recent = w.last(config.window_s)
-    return recent if recent.covers(config.window_s) else None
+    """The last window of ``w``, or None while the samples do not cover one yet (worked out once per window:
+    every rule asks)."""
+    return w.cached(("recent", config.window_s), lambda: _covered(w.last(config.window_s), config.window_s))
+
+
+def _covered(recent: JobWindow, seconds: float) -> JobWindow | None:
+    return recent if recent.covers(seconds) else None
 
 
 def wait_severity(wait: float) -> Severity:
