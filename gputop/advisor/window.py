@@ -500,6 +500,10 @@ class JobWindow:
             return self.lineage.read(key, read, self.samples)
         return [_reading(sample, key, read) for sample in self.samples]
 
+    def column(self, read: Callable[[JobSample], T]) -> list[T]:
+        """``read`` of every sample, in order (not to be changed: the next tick's window may start from it)."""
+        return self._read(read)
+
     def values(self, read: Read) -> list[float]:
         return [v for v in self._read(read) if v is not None]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase
+from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, fixed_reader
 from gputop.model import CRITICAL, INFO, WARNING, AdviceSource, CudaMemory, Gpu, Severity
 
 
@@ -96,27 +97,46 @@ def cuda_devices(sample: JobSample) -> tuple[CudaMemory, ...]:
     return sample.view.probe.cuda if sample.view.probe.ok else ()
 
 
-def device_series(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> list[tuple[float, float]]:
+DeviceFigure = Literal["allocated_bytes", "num_alloc_retries", "num_ooms", "num_device_free"]
+"""The figures of a CUDA device that the rules follow across a window (``CudaMemory``'s fields)."""
+
+_DEVICE_READERS: dict[tuple[str, int, str], Callable[[JobSample], tuple[float, ...]]] = {}
+
+
+def _device_reader(what: str, device: int, figure: str) -> Callable[[JobSample], tuple[float, ...]]:
+    """The reader of a sample's values of one figure of one CUDA device (``unallocated`` for the share of reserved
+    memory that holds no tensor), made once for each: the window keeps what it read of each sample."""
+    found = _DEVICE_READERS.get((what, device, figure))
+    if found is not None:
+        return found
+
+    def figures(sample: JobSample) -> tuple[float, ...]:
+        values = (getattr(d, figure) for d in cuda_devices(sample) if d.device == device)
+        return tuple(float(v) for v in values if v is not None)
+
+    def unallocated(sample: JobSample) -> tuple[float, ...]:
+        return tuple(
+            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
+            for d in cuda_devices(sample)
+            if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
+        )
+
+    read = fixed_reader(unallocated if what == "unallocated" else figures)
+    _DEVICE_READERS[(what, device, figure)] = read
+    return read
+
+
+def device_series(w: JobWindow, device: int, figure: DeviceFigure) -> list[tuple[float, float]]:
     """``(time, value)`` of one CUDA device's figure across the window (the probe samples it at step starts)."""
-    points = []
-    for sample in w.samples:
-        for d in cuda_devices(sample):
-            value = read(d)
-            if d.device == device and value is not None:
-                points.append((sample.time, float(value)))
-    return points
+    read = _device_reader("series", device, figure)
+    return [(sample.time, v) for sample, found in zip(w.samples, w.column(read)) for v in found]
 
 
 def unallocated_shares(w: JobWindow, device: int) -> list[float]:
     """Per sample, the share of a CUDA device's reserved memory that holds no tensor (cached by the allocator)."""
-    return [
-        (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
-        for s in w.samples
-        for d in cuda_devices(s)
-        if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
-    ]
+    return [v for found in w.column(_device_reader("unallocated", device, "")) for v in found]
 
 
-def device_increase(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> float:
+def device_increase(w: JobWindow, device: int, figure: DeviceFigure) -> float:
     """How much one of a CUDA device's counters grew across the window."""
-    return counter_increase([v for _, v in device_series(w, device, read)])
+    return counter_increase([v for _, v in device_series(w, device, figure)])

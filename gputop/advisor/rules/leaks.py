@@ -42,7 +42,7 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     for device in cuda_devices(latest):
         gpu = device_gpu(latest, device)
         room = gpu.memory_free_bytes if gpu is not None else None
-        points = device_series(warm, device.device, lambda d: d.allocated_bytes)
+        points = device_series(warm, device.device, "allocated_bytes")
         series.append((f"cuda:{device.device} allocated at step start", points, th.LEAK_MIN_RISE_CUDA_BYTES, room))
     if not series:
         points = warm.points(lambda s: None if s.rss_bytes is None else float(s.rss_bytes))
@@ -94,7 +94,7 @@ def empty_cache_in_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if steps < th.WARMUP_STEPS / 2:
         return None
     for device in cuda_devices(recent.latest):
-        frees = device_increase(recent, device.device, lambda d: d.num_device_free)
+        frees = device_increase(recent, device.device, "num_device_free")
         cached = unallocated_shares(recent, device.device)
         if not cached or frees < steps:
             continue
