@@ -257,25 +257,43 @@ def reader_key(read: Callable[..., object]) -> int | None:
     return number
 
 
+class _Column:
+    """What one reader gave for the samples of a lineage's last window, and what was worked out of it: the values
+    in order (for the median), the known and true values (for a share), the sums (for totals), each with the
+    samples it stands for."""
+
+    __slots__ = ("known", "ordered", "ordered_of", "samples", "sums", "sums_of", "tally_of", "true", "values")
+
+    def __init__(self, samples: tuple[JobSample, ...], values: list[object]) -> None:
+        self.samples = samples
+        self.values = values
+        self.ordered: list[float] = []
+        self.ordered_of: tuple[JobSample, ...] | None = None
+        self.known = self.true = 0
+        self.tally_of: tuple[JobSample, ...] | None = None
+        self.sums: list[int] = []
+        self.sums_of: tuple[JobSample, ...] | None = None
+
+
+_NOTHING: list[object] = []
+
+
 class Lineage:
     """The windows one process's history gives, tick after tick, and what was read of them.
 
     Each tick's window is the last one with samples dropped at its start and added at its end, so what a reader
-    gave for it (its column) and the column's values in order (for the median) are updated by what changed instead
-    of read anew. A window derived the same way at every tick (``JobWindow.last``, ``JobWindow.where``) has a
-    lineage of its own, a child of its parent's. ``ordered``: the samples' times never go back, so the last
-    seconds of a window are found by bisection.
+    gave for it (its column) and what was worked out of that (the values in order for the median, counts, sums)
+    are updated by what changed instead of read anew. A window derived the same way at every tick
+    (``JobWindow.last``, ``JobWindow.where``) has a lineage of its own, a child of its parent's. ``ordered``: the
+    samples' times never go back, so the last seconds of a window are found by bisection.
     """
 
-    __slots__ = ("children", "columns", "findings", "ordered", "sorted", "tallies", "totals")
+    __slots__ = ("children", "columns", "findings", "ordered")
 
     def __init__(self) -> None:
         self.findings: dict[str, tuple[tuple[object, ...], object]] = {}
         """What a rule made of its last inputs (``rules.base.remembered``), by rule."""
-        self.columns: dict[int, tuple[tuple[JobSample, ...], list[object]]] = {}
-        self.sorted: dict[int, tuple[tuple[JobSample, ...], list[float]] | None] = {}
-        self.totals: dict[int, tuple[tuple[JobSample, ...], list[int]]] = {}
-        self.tallies: dict[int, tuple[tuple[JobSample, ...], int, int] | None] = {}
+        self.columns: dict[int, _Column] = {}
         self.children: dict[Hashable, Lineage] = {}
         self.ordered = True
 
@@ -288,59 +306,61 @@ class Lineage:
 
     def read(self, key: int, read: Callable[[JobSample], T], samples: tuple[JobSample, ...]) -> list[T]:
         """``read`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
-        return cast(list[T], self._update(key, read, samples)[0])
+        return cast(list[T], self._advance(key, read, samples)[0].values)
 
-    def _update(
+    def _advance(
         self, key: int, read: Callable[[JobSample], object], samples: tuple[JobSample, ...]
-    ) -> tuple[list[object], tuple[JobSample, ...] | None, int, int]:
-        """The column of ``read`` over ``samples``, with the samples of the column before, and how many of them were
-        dropped and kept (``_shift``); None and zeros where it was read anew."""
-        entry = self.columns.get(key)
-        if entry is not None:
-            before, column = entry
-            if before is samples:
-                return column, before, 0, len(samples)
+    ) -> tuple[_Column, tuple[JobSample, ...] | None, list[object], list[object]]:
+        """The column of ``read`` brought to ``samples``, with the samples it stood for before (None where it was
+        read anew) and the values dropped and added since."""
+        column = self.columns.get(key)
+        if column is None:
+            column = self.columns[key] = _Column(samples, [_reading(s, key, read) for s in samples])
+            return column, None, _NOTHING, _NOTHING
+        before = column.samples
+        if before is samples:
+            return column, before, _NOTHING, _NOTHING
+        n = len(before)
+        if n > 1 and n == len(samples) and before[1] is samples[0] and before[-1] is samples[-2]:
+            dropped, kept = 1, n - 1  # a tick's usual step: one sample out, one in
+        else:
             shift = _shift(before, samples)
-            if shift is not None:
-                dropped, kept = shift
-                column = column[dropped:]
-                for sample in samples[kept:]:
-                    readings = sample.readings
-                    value = readings.get(key, _UNREAD)
-                    if value is _UNREAD:
-                        value = readings[key] = read(sample)
-                    column.append(value)
-                self.columns[key] = (samples, column)
-                return column, before, dropped, kept
-        column = [_reading(sample, key, read) for sample in samples]
-        self.columns[key] = (samples, column)
-        return column, None, 0, 0
+            if shift is None:
+                self.columns[key] = column = _Column(samples, [_reading(s, key, read) for s in samples])
+                return column, None, _NOTHING, _NOTHING
+            dropped, kept = shift
+        old = column.values
+        gone = old[:dropped]
+        added = [_reading(s, key, read) for s in samples[kept:]]
+        values = old[dropped:]
+        values.extend(added)
+        column.samples = samples
+        column.values = values
+        return column, before, gone, added
 
     def median(self, key: int, read: Read, samples: tuple[JobSample, ...]) -> float | None:
         """The median of ``read`` over ``samples``, from the last window's values in order, less the values of the
         samples dropped, plus those of the samples added (where they are all plain numbers)."""
-        entry = self.sorted.get(key)
-        previous = self.columns.get(key)
-        column, before, dropped, kept = self._update(key, read, samples)
-        ordered: list[float] | None = None
-        if entry is not None and before is not None and entry[0] is before and previous is not None:
-            ordered = entry[1]
-            for value in previous[1][:dropped]:
-                if value is not None:
-                    del ordered[bisect.bisect_left(ordered, cast(float, value))]
-            for value in column[kept:] if kept else column:
-                if value is not None:
-                    if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
-                        ordered = None
-                        break
-                    bisect.insort_right(ordered, cast(float, value))
-        if ordered is None:
-            known = [cast(float, v) for v in column if v is not None]
+        column, before, gone, added = self._advance(key, read, samples)
+        ordered = column.ordered
+        if before is not None and column.ordered_of is before:
+            if not _same_one(gone, added):
+                for value in gone:
+                    if value is not None:
+                        del ordered[bisect.bisect_left(ordered, cast(float, value))]
+                for value in added:
+                    if value is not None:
+                        if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                            column.ordered_of = None
+                            return _median([cast(float, v) for v in column.values if v is not None])
+                        bisect.insort_right(ordered, cast(float, value))
+        else:
+            known = [cast(float, v) for v in column.values if v is not None]
             if not all(v == v for v in known):
-                self.sorted[key] = None
+                column.ordered_of = None
                 return _median(known)
-            ordered = sorted(known)
-        self.sorted[key] = (samples, ordered)
+            ordered = column.ordered = sorted(known)
+        column.ordered_of = samples
         n = len(ordered)
         if not n:
             return None
@@ -352,50 +372,55 @@ class Lineage:
     ) -> list[int]:
         """The sums, place by place, of ``read``'s tuples of whole numbers over ``samples``: the last window's, less
         the samples dropped, plus the samples added (whole numbers: the sums stay exact)."""
-        entry = self.totals.get(key)
-        previous = self.columns.get(key)
-        column, before, dropped, kept = self._update(key, read, samples)
-        if entry is not None and before is not None and entry[0] is before and previous is not None:
-            sums = list(entry[1])
-            for value in cast(list[tuple[int, ...]], previous[1][:dropped]):
+        column, before, gone, added = self._advance(key, read, samples)
+        if before is not None and column.sums_of is before:
+            sums = column.sums
+            for value in cast(list[tuple[int, ...]], gone):
                 for place, n in enumerate(value):
                     sums[place] -= n
-            for value in cast(list[tuple[int, ...]], column[kept:]):
+            for value in cast(list[tuple[int, ...]], added):
                 for place, n in enumerate(value):
                     sums[place] += n
         else:
-            values = cast(list[tuple[int, ...]], column)
-            sums = [sum(place) for place in zip(*values)] if values else []
-        self.totals[key] = (samples, sums)
+            values = cast(list[tuple[int, ...]], column.values)
+            sums = column.sums = [sum(place) for place in zip(*values)] if values else []
+        column.sums_of = samples
         return sums
 
     def share(self, key: int, test: Callable[[JobSample], bool | None], samples: tuple[JobSample, ...]) -> float | None:
         """The share of ``samples`` for which ``test`` is true among those where it is known: the last window's
         counts, less the samples dropped, plus the samples added (where ``test`` gives booleans)."""
-        entry = self.tallies.get(key)
-        previous = self.columns.get(key)
-        column, before, dropped, kept = self._update(key, test, samples)
-        if entry is not None and before is not None and entry[0] is before and previous is not None:
-            _, known, true = entry
-            for value in previous[1][:dropped]:
+        column, before, gone, added = self._advance(key, test, samples)
+        if before is not None and column.tally_of is before:
+            known, true = column.known, column.true
+            for value in gone:
                 if value is not None:
                     known -= 1
                     true -= value is True
-            for value in column[kept:]:
+            for value in added:
                 if value is not None:
                     if type(value) is not bool:
-                        self.tallies[key] = None
-                        return _share(column)
+                        column.tally_of = None
+                        return _share(column.values)
                     known += 1
                     true += value
         else:
-            if any(v is not None and type(v) is not bool for v in column):
-                self.tallies[key] = None
-                return _share(column)
-            known = sum(v is not None for v in column)
-            true = sum(v is True for v in column)
-        self.tallies[key] = (samples, known, true)
+            if any(v is not None and type(v) is not bool for v in column.values):
+                column.tally_of = None
+                return _share(column.values)
+            known = sum(v is not None for v in column.values)
+            true = sum(v is True for v in column.values)
+        column.known, column.true, column.tally_of = known, true, samples
         return true / known if known else None
+
+
+def _same_one(gone: list[object], added: list[object]) -> bool:
+    """Whether one value went and the same one came (the same type, and not a zero, whose sign could differ): the
+    values in order then stand as they are."""
+    if len(gone) != 1 or len(added) != 1:
+        return False
+    a, b = gone[0], added[0]
+    return a is b or (type(a) is type(b) and a == b and a != 0)
 
 
 def _share(column: Sequence[object]) -> float | None:
