@@ -529,6 +529,16 @@ class JobWindow:
         """``read`` of every sample, in order (not to be changed: the next tick's window may start from it)."""
         return self._read(read)
 
+    def rise(self, read: Read) -> float | None:
+        """The last known value of ``read`` less the first (None where none is known): what ``steady_rise`` of the
+        ``points`` would call the rise, found without them."""
+        values = self._read(read)
+        first = next((v for v in values if v is not None), None)
+        if first is None:
+            return None
+        last = next(v for v in reversed(values) if v is not None)
+        return last - first
+
     def values(self, read: Read) -> list[float]:
         return [v for v in self._read(read) if v is not None]
 

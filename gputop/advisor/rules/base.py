@@ -132,6 +132,16 @@ def device_series(w: JobWindow, device: int, figure: DeviceFigure) -> list[tuple
     return [(sample.time, v) for sample, found in zip(w.samples, w.column(read)) for v in found]
 
 
+def device_rise(w: JobWindow, device: int, figure: DeviceFigure) -> float | None:
+    """The last value of one CUDA device's figure across the window less the first (None without one): the rise
+    ``steady_rise`` would see in ``device_series``, found without it."""
+    column = w.column(_device_reader("series", device, figure))
+    first = next((found[0] for found in column if found), None)
+    if first is None:
+        return None
+    return next(found[-1] for found in reversed(column) if found) - first
+
+
 def unallocated_shares(w: JobWindow, device: int) -> list[float]:
     """Per sample, the share of a CUDA device's reserved memory that holds no tensor (cached by the allocator)."""
     return [v for found in w.column(_device_reader("unallocated", device, "")) for v in found]

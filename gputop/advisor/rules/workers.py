@@ -104,6 +104,9 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         known = [v for v in values if v is not None]
         return float(sum(known)) if len(known) == len(values) >= len(steady) else None
 
+    rise = recent.rise(total)
+    if rise is None or rise <= 0 or rise < th.WORKER_GROWTH_MIN_BYTES:
+        return None  # the points are not even gathered
     growth = steady_rise(recent.points(total), th.WORKER_GROWTH_MIN_BYTES)
     if growth is None:
         return None
