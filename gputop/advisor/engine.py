@@ -79,12 +79,16 @@ class _RuleState:
         if evaluations[1][1] if len(evaluations) > 1 else False:
             held_s -= start - first_at  # the first interval counts from the window's start
         share = held_s / hold_s
-        if abs(share - th.FIRE_SHARE) < _NEAR or abs(share - th.CLEAR_SHARE) < _NEAR:
+        if _NEAR_FIRE[0] < share < _NEAR_FIRE[1] or _NEAR_CLEAR[0] < share < _NEAR_CLEAR[1]:
             share = _share_of(evaluations, start, hold_s)  # at a threshold: exactly as a fresh sum gives it
         return share
 
 
 _NEAR = 1e-9
+"""Shares this close to a threshold are summed anew, interval by interval, as they always were: the running total
+may differ from that sum in its last bits, and the comparison with the threshold must not."""
+_NEAR_FIRE = (th.FIRE_SHARE - _NEAR, th.FIRE_SHARE + _NEAR)
+_NEAR_CLEAR = (th.CLEAR_SHARE - _NEAR, th.CLEAR_SHARE + _NEAR)
 
 
 def _held_between(evaluations: deque[tuple[float, bool]]) -> float:
@@ -212,7 +216,10 @@ class Advisor:
                     if state is None:
                         state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
                     finding = rule.check(window, config)
-                    self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
+                    if finding is None and state.advice is None:
+                        state.record(at, False, hold_s)  # nothing raised, nothing to raise
+                    else:
+                        self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
         alive = windows.keys()
         jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
         for job in jobs:

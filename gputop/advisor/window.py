@@ -331,7 +331,15 @@ class Lineage:
             dropped, kept = shift
         old = column.values
         gone = old[:dropped]
-        added = [_reading(s, key, read) for s in samples[kept:]]
+        if kept == len(samples) - 1:
+            sample = samples[-1]
+            readings = sample.readings
+            value = readings.get(key, _UNREAD)
+            if value is _UNREAD:
+                value = readings[key] = read(sample)
+            added = [value]
+        else:
+            added = [_reading(s, key, read) for s in samples[kept:]]
         values = old[dropped:]
         values.extend(added)
         column.samples = samples
