@@ -77,14 +77,18 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if not workers:
         return None
     wait = recent.loader_median("data_wait_share")
-    steps = recent.loader_median("steps_per_s")
     loader = latest.loader
-    starting = recent.loader_median("pass_start_wait_share")
     restarts = loader is not None and loader.effective.persistent_workers is False
-    if wait is not None and starting is not None and restarts:
-        # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them longer.
-        wait = max(0.0, wait - starting)
-    if not workers or wait is None or wait < th.DATA_WAIT_INFO or not steps:
+    if wait is not None and restarts:
+        starting = recent.loader_median("pass_start_wait_share")
+        if starting is not None:
+            # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them
+            # longer.
+            wait = max(0.0, wait - starting)
+    if wait is None or wait < th.DATA_WAIT_INFO:
+        return None
+    steps = recent.loader_median("steps_per_s")
+    if not steps:
         return None
     busy = recent.median(lambda s: s.gpu_busy_percent)
     if busy is not None and busy >= th.GPU_FED_FROM_PERCENT:
