@@ -139,6 +139,8 @@ class History:
         self.lineage.ordered = not self.inversions
 
     def window(self) -> JobWindow:
+        """This tick's window of the samples."""
+        self.lineage.next_tick()
         return JobWindow(tuple(self.samples), self.lineage)
 
 

@@ -22,6 +22,8 @@ MIN_SAMPLES = 3
 """Fewer samples than this are no window at all."""
 STEADY_R2 = 0.9
 """A linear fit explaining 90 % of the variance is a steady trend, not noise (gputop)."""
+FORGET_TICKS = 100
+"""A window's column or derived window not used for this many ticks is forgotten (``Lineage.next_tick``)."""
 CURRENT_BATCHES = 3
 CURRENT_S = 1.0
 
@@ -262,9 +264,11 @@ class _Column:
     in order (for the median), the known and true values (for a share), the sums (for totals), each with the
     samples it stands for."""
 
-    __slots__ = ("known", "ordered", "ordered_of", "samples", "sums", "sums_of", "tally_of", "true", "values")
+    __slots__ = ("known", "ordered", "ordered_of", "samples", "seen", "sums", "sums_of", "tally_of", "true", "values")
 
-    def __init__(self, samples: tuple[JobSample, ...], values: list[object]) -> None:
+    def __init__(self, samples: tuple[JobSample, ...], values: list[object], seen: int) -> None:
+        self.seen = seen
+        """The tick it was last brought forward in (``Lineage.tick``)."""
         self.samples = samples
         self.values = values
         self.ordered: list[float] = []
@@ -288,9 +292,11 @@ class Lineage:
     samples' times never go back, so the last seconds of a window are found by bisection.
     """
 
-    __slots__ = ("children", "columns", "findings", "ordered")
+    __slots__ = ("children", "columns", "findings", "ordered", "tick")
 
     def __init__(self) -> None:
+        self.tick = 0
+        """Counts the windows of the history: what was not used for ``FORGET_TICKS`` of them is forgotten."""
         self.findings: dict[str, tuple[tuple[object, ...], object]] = {}
         """What a rule made of its last inputs (``rules.base.remembered``), by rule."""
         self.columns: dict[int, _Column] = {}
@@ -302,7 +308,23 @@ class Lineage:
         if child is None:
             child = self.children[key] = Lineage()
         child.ordered = self.ordered
+        child.tick = self.tick
         return child
+
+    def next_tick(self) -> None:
+        """A new window of the history; every ``FORGET_TICKS``, forget the columns and derived windows not used in
+        that many (a reader closing over values that change, the workers of one epoch, would keep its samples)."""
+        self.tick += 1
+        if self.tick % FORGET_TICKS == 0:
+            self._forget(self.tick - FORGET_TICKS)
+
+    def _forget(self, before: int) -> None:
+        for key in [k for k, column in self.columns.items() if column.seen < before]:
+            del self.columns[key]
+        for name in [k for k, child in self.children.items() if child.tick < before]:
+            del self.children[name]
+        for child in self.children.values():
+            child._forget(before)
 
     def read(self, key: int, read: Callable[[JobSample], T], samples: tuple[JobSample, ...]) -> list[T]:
         """``read`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
@@ -315,8 +337,9 @@ class Lineage:
         read anew) and the values dropped and added since."""
         column = self.columns.get(key)
         if column is None:
-            column = self.columns[key] = _Column(samples, [_reading(s, key, read) for s in samples])
+            column = self.columns[key] = _Column(samples, [_reading(s, key, read) for s in samples], self.tick)
             return column, None, _NOTHING, _NOTHING
+        column.seen = self.tick
         before = column.samples
         if before is samples:
             return column, before, _NOTHING, _NOTHING
@@ -326,7 +349,8 @@ class Lineage:
         else:
             shift = _shift(before, samples)
             if shift is None:
-                self.columns[key] = column = _Column(samples, [_reading(s, key, read) for s in samples])
+                column = _Column(samples, [_reading(s, key, read) for s in samples], self.tick)
+                self.columns[key] = column
                 return column, None, _NOTHING, _NOTHING
             dropped, kept = shift
         old = column.values

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Callable
 
 import pytest
 
 from gputop.advisor.engine import History
-from gputop.advisor.window import JobSample, JobWindow, worker_activity
+from gputop.advisor.window import FORGET_TICKS, JobSample, JobWindow, worker_activity
 from tests.advisor.build import loader, sample, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -130,3 +131,22 @@ def test_a_filtered_window_of_a_history_keeps_the_samples_its_test_passes():
         warm = w.where(test)
         assert warm.samples == tuple(s for s in w.samples if test(s))
         assert warm.loader_median("data_wait_share") == _expected_median(warm, "data_wait_share")
+
+
+def _since(limit: float) -> Callable[[JobSample], bool]:
+    return lambda s: s.time >= limit
+
+
+def test_what_a_history_read_with_readers_no_longer_used_is_forgotten():
+    history = History()
+    for t in range(3 * FORGET_TICKS):
+        history.add(sample(float(t), view(loader(wait=0.2))), t - 8.0)
+        w = history.window()
+        # Readers closing over a value that changes at every tick: a new column each time.
+        w.last(3.0).share(_since(float(t)))
+        w.where(_since(float(t))).loader_median("data_wait_share")
+
+    lineage = history.lineage
+    assert len(lineage.columns) <= FORGET_TICKS + 1
+    assert len(lineage.children) <= FORGET_TICKS + 2
+    assert all(len(child.columns) <= FORGET_TICKS + 1 for child in lineage.children.values())
