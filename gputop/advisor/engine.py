@@ -239,7 +239,8 @@ class Advisor:
             if self.pid is None:
                 del self._jobs[job_id]
         advice = [s.advice for s in self._states.values() if s.advice is not None]
-        merging = ({job.id: job.pids for job in self._jobs.values()}, dict(self._gpus))
+        gpu_rules = tuple(rule.id for rule in self.rules if rule.gpu)
+        merging = ({job.id: job.pids for job in self._jobs.values()}, dict(self._gpus), gpu_rules)
         last_advice, last_merging = self._last_merge
         if (
             len(advice) != len(last_advice)
