@@ -15,13 +15,14 @@ job is given once for the job, listing the ranks.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule, Rule
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, sample_of
+from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, Lineage, sample_of
 from gputop.jobs import Job, find_jobs
 from gputop.model import Advice, Snapshot, TrainingView, job_views
 
@@ -31,26 +32,116 @@ StateKey = tuple[int | str, str]
 
 @dataclass
 class _RuleState:
-    """One rule for one process: recent evaluations ``(time, held)`` and the advice raised, if any."""
+    """One rule for one process: recent evaluations ``(time, held)`` and the advice raised, if any.
+
+    ``held_s`` is the time held over the whole intervals between the evaluations kept, each evaluation standing for
+    the interval since the one before: kept as evaluations come and go instead of summed anew at every tick, and
+    summed anew once the evaluations have all been replaced (``_recount``) so that rounding cannot accumulate.
+    """
 
     evaluations: deque[tuple[float, bool]] = field(default_factory=deque)
     advice: Advice | None = None
+    held_s: float = 0.0
+    found: tuple[object, ...] | None = None
+    """What ``advice`` was made of (the finding, and for a job the ranks it names): the same again keeps it."""
+    _recount: int = 0
+    _ordered: bool = True
+    """False once an evaluation came with an earlier time than the one before: then every share is summed anew."""
 
     def record(self, time: float, held: bool, hold_s: float) -> float | None:
         """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window."""
-        self.evaluations.append((time, held))
+        evaluations = self.evaluations
+        if evaluations:
+            if time < evaluations[-1][0]:
+                self._ordered = False
+            elif held:
+                self.held_s += time - evaluations[-1][0]
+        evaluations.append((time, held))
         start = time - hold_s
-        while len(self.evaluations) > 1 and self.evaluations[1][0] <= start:
-            self.evaluations.popleft()
-        if self.evaluations[0][0] > start:
-            return None
-        held_s = 0.0
-        previous = self.evaluations[0][0]
-        for at, holds in list(self.evaluations)[1:]:
+        while len(evaluations) > 1 and evaluations[1][0] <= start:
+            first, (second, holds) = evaluations.popleft()[0], evaluations[0]
             if holds:
-                held_s += at - max(previous, start)
-            previous = at
-        return held_s / hold_s if hold_s > 0 else float(held)
+                self.held_s -= second - first
+        if not self._ordered:
+            if evaluations[0][0] > start:
+                return None
+            return _share_of(evaluations, start, hold_s) if hold_s > 0 else float(held)
+        self._recount -= 1
+        if self._recount <= 0:
+            self._recount = len(evaluations)
+            self.held_s = _held_between(evaluations)
+        first_at = evaluations[0][0]
+        if first_at > start:
+            return None
+        if hold_s <= 0:
+            return float(held)
+        held_s = self.held_s
+        if evaluations[1][1] if len(evaluations) > 1 else False:
+            held_s -= start - first_at  # the first interval counts from the window's start
+        share = held_s / hold_s
+        if _NEAR_FIRE[0] < share < _NEAR_FIRE[1] or _NEAR_CLEAR[0] < share < _NEAR_CLEAR[1]:
+            share = _share_of(evaluations, start, hold_s)  # at a threshold: exactly as a fresh sum gives it
+        return share
+
+
+_NEAR = 1e-9
+"""Shares this close to a threshold are summed anew, interval by interval, as they always were: the running total
+may differ from that sum in its last bits, and the comparison with the threshold must not."""
+_NEAR_FIRE = (th.FIRE_SHARE - _NEAR, th.FIRE_SHARE + _NEAR)
+_NEAR_CLEAR = (th.CLEAR_SHARE - _NEAR, th.CLEAR_SHARE + _NEAR)
+
+
+def _held_between(evaluations: deque[tuple[float, bool]]) -> float:
+    """The time held over the whole intervals between ``evaluations``."""
+    held_s = 0.0
+    previous = None
+    for at, holds in evaluations:
+        if holds and previous is not None:
+            held_s += at - previous
+        previous = at
+    return held_s
+
+
+def _share_of(evaluations: deque[tuple[float, bool]], start: float, hold_s: float) -> float:
+    """The share of the ``hold_s`` from ``start`` that ``evaluations`` held, summed interval by interval."""
+    held_s = 0.0
+    previous = evaluations[0][0]
+    for at, holds in itertools.islice(evaluations, 1, None):
+        if holds:
+            held_s += at - max(previous, start)
+        previous = at
+    return held_s / hold_s
+
+
+class History:
+    """One watched process: its samples over ``history_s``, oldest first, the lineage of the windows made of them,
+    and the state of each of its rules, by rule id."""
+
+    __slots__ = ("inversions", "lineage", "samples", "states")
+
+    def __init__(self) -> None:
+        self.samples: deque[JobSample] = deque()
+        self.lineage = Lineage()
+        self.states: dict[str, _RuleState] = {}
+        self.inversions = 0
+        """Samples kept that came with an earlier time than the one before them."""
+
+    def add(self, sample: JobSample, oldest: float) -> None:
+        """Add a snapshot's sample and forget those older than ``oldest``."""
+        samples = self.samples
+        if samples and sample.time < samples[-1].time:
+            self.inversions += 1
+        samples.append(sample)
+        while samples[0].time < oldest:
+            gone = samples.popleft()
+            if samples[0].time < gone.time:
+                self.inversions -= 1
+        self.lineage.ordered = not self.inversions
+
+    def window(self) -> JobWindow:
+        """This tick's window of the samples."""
+        self.lineage.next_tick()
+        return JobWindow(tuple(self.samples), self.lineage)
 
 
 def advice_of(
@@ -91,7 +182,9 @@ class Advisor:
         self.rules: tuple[Rule, ...] = RULES
         self.job_rules: tuple[JobRule, ...] = JOB_RULES
         self.active: tuple[Advice, ...] = ()
-        self._samples: dict[int, deque[JobSample]] = {}
+        self._samples: dict[int, History] = {}
+        self._last_merge: tuple[list[Advice], object] = ([], None)
+        """The findings ``active`` was merged from, with the jobs and GPUs it was merged by."""
         self._states: dict[StateKey, _RuleState] = {}
         self._raised: dict[StateKey, Advice] = {}
         self._jobs: dict[str, Job] = {}
@@ -101,27 +194,43 @@ class Advisor:
 
     def update(self, snap: Snapshot) -> tuple[Advice, ...]:
         """Take one snapshot into account; returns the findings active after it, most urgent first."""
+        config = self.config
+        now = snap.time
+        oldest = now - config.history_s
+        rules = [(rule, rule.hold_s(config)) for rule in self.rules]
         watched = self._views(snap)
+        windows: dict[int, JobWindow] = {}
         for view, local_ranks in watched:
-            samples = self._samples.setdefault(view.pid, deque())
-            samples.append(sample_of(snap, view, local_ranks))
-            while samples[0].time < snap.time - self.config.history_s:
-                samples.popleft()
-            window = JobWindow(tuple(samples))
-            self._gpus[view.pid] = tuple(g.index for g in window.latest.gpus)
-            for rule in self.rules:
-                if rule.gpu or view.trains:
-                    self._evaluate(rule, window)
-        alive = {view.pid for view, _ in watched}
+            pid = view.pid
+            history = self._samples.get(pid)
+            if history is None:
+                history = self._samples[pid] = History()
+            history.add(sample_of(snap, view, local_ranks), oldest)
+            window = windows[pid] = history.window()
+            latest = window.latest
+            self._gpus[pid] = tuple(g.index for g in latest.gpus)
+            at = latest.time
+            trains = view.trains
+            states = history.states
+            for rule, hold_s in rules:
+                if rule.gpu or trains:
+                    state = states.get(rule.id)
+                    if state is None:
+                        state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
+                    finding = rule.check(window, config)
+                    if finding is None and state.advice is None:
+                        state.record(at, False, hold_s)  # nothing raised, nothing to raise
+                    else:
+                        self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
+        alive = windows.keys()
         jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
         for job in jobs:
             self._jobs[job.id] = job
-            windows = {pid: JobWindow(tuple(self._samples[pid])) for pid in job.pids}
             for job_rule in self.job_rules:
-                self._evaluate_job(job_rule, job, windows, snap.time)
+                self._evaluate_job(job_rule, job, windows, now)
         current = {j.id for j in jobs}
         ended = [job_id for job_id in self._jobs if job_id not in current]
-        for pid in set(self._samples) - alive:  # the process ended: its findings end with it
+        for pid in [pid for pid in self._samples if pid not in alive]:  # the process ended: its findings end with it
             del self._samples[pid]
             self._gpus.pop(pid, None)
             self._forget(pid)
@@ -129,7 +238,17 @@ class Advisor:
             self._forget(job_id)
             if self.pid is None:
                 del self._jobs[job_id]
-        self.active = by_urgency(self._merged([s.advice for s in self._states.values() if s.advice is not None]))
+        advice = [s.advice for s in self._states.values() if s.advice is not None]
+        gpu_rules = tuple(rule.id for rule in self.rules if rule.gpu)
+        merging = ({job.id: job.pids for job in self._jobs.values()}, dict(self._gpus), gpu_rules)
+        last_advice, last_merging = self._last_merge
+        if (
+            len(advice) != len(last_advice)
+            or any(a is not b for a, b in zip(advice, last_advice))
+            or (merging != last_merging)
+        ):
+            self.active = by_urgency(self._merged(advice))
+            self._last_merge = (advice, merging)
         return self.active
 
     def _forget(self, key: int | str) -> None:
@@ -186,46 +305,43 @@ class Advisor:
         return [(view, ranks.get(view.pid, 1)) for view in views]
 
     def _evaluate_job(self, rule: JobRule, job: Job, windows: dict[int, JobWindow], now: float) -> None:
+        key = (job.id, rule.id)
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = _RuleState()
         found: JobFinding | None = rule.check(job, windows, self.config)
         pid, pids = (found.pid, found.pids) if found is not None else (job.pids[0], job.pids)
-        self._hold(
-            (job.id, rule.id),
-            now,
-            rule.hold_s(self.config),
-            None if found is None else found.finding,
-            lambda finding, since: advice_of(rule, finding, pid, since, job.id, pids),
-        )
-
-    def _evaluate(self, rule: Rule, window: JobWindow) -> None:
-        pid = window.latest.pid
-        finding = rule.check(window, self.config)
-        self._hold(
-            (pid, rule.id),
-            window.latest.time,
-            rule.hold_s(self.config),
-            finding,
-            lambda found, since: advice_of(rule, found, pid, since),
-        )
+        finding = None if found is None else found.finding
+        self._hold(state, key, now, rule.hold_s(self.config), finding, rule, pid, job.id, pids)
 
     def _hold(
         self,
+        state: _RuleState,
         key: StateKey,
         now: float,
         hold_s: float,
         finding: Finding | None,
-        advice: Callable[[Finding, float], Advice],
+        rule: Rule | JobRule,
+        pid: int,
+        job: str | None = None,
+        pids: tuple[int, ...] = (),
     ) -> None:
         """The hysteresis of one rule for one process or job: raise its finding once the condition held for
         ``FIRE_SHARE`` of ``hold_s``, keep it up to date while it holds, clear it once it held for ``CLEAR_SHARE``
-        or less; ``advice`` makes the finding's ``Advice`` with the time it was first raised."""
-        state = self._states.setdefault(key, _RuleState())
+        or less. The finding's ``Advice`` keeps the time it was first raised; a finding the same as the one
+        before keeps its ``Advice``."""
         share = state.record(now, finding is not None, hold_s)
-        if state.advice is None:
+        advice = state.advice
+        if advice is None:
             if finding is not None and share is not None and share >= th.FIRE_SHARE:
-                state.advice = advice(finding, now)
+                state.advice = advice_of(rule, finding, pid, now, job, pids)
+                state.found = (finding, pid, pids)
         elif share is not None and share <= th.CLEAR_SHARE:
-            state.advice = None
+            state.advice = state.found = None
         elif finding is not None:
-            state.advice = advice(finding, state.advice.since)
-        if state.advice is not None:
+            found = (finding, pid, pids)
+            if found != state.found:
+                state.advice = advice_of(rule, finding, pid, advice.since, job, pids)
+                state.found = found
+        if state.advice is not None and state.advice is not advice:
             self._raised[key] = state.advice

@@ -6,6 +6,7 @@ last ``window_s`` seconds, so one odd tick neither raises nor clears a finding.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import statistics
 from collections.abc import Callable, Hashable, Sequence
@@ -21,6 +22,8 @@ MIN_SAMPLES = 3
 """Fewer samples than this are no window at all."""
 STEADY_R2 = 0.9
 """A linear fit explaining 90 % of the variance is a steady trend, not noise (gputop)."""
+FORGET_TICKS = 100
+"""A window's column or derived window not used for this many ticks is forgotten (``Lineage.next_tick``)."""
 CURRENT_BATCHES = 3
 CURRENT_S = 1.0
 
@@ -209,21 +212,283 @@ MAX_READERS = 4096
 otherwise grow it for ever); a reader seen again after that gets a new number and is read anew."""
 
 
+_CODE_READERS: dict[int, tuple[object, int]] = {}
+"""The numbers of readers without a closure by their code's id (with the code, which an id alone cannot tell
+apart from a later code object's): a rule's lambda is a new function at every tick, but always the same code."""
+
+
+_FIXED_READERS: dict[int, tuple[object, int]] = {}
+"""Readers made once for good (``fixed_reader``), by their id, with their numbers."""
+
+
+def fixed_reader(read: Callable[[JobSample], T]) -> Callable[[JobSample], T]:
+    """Gives ``read`` a number of its own for good: a reader made once and kept (a module's, or one made once per
+    name) is then told apart at the cost of one look-up."""
+    _FIXED_READERS[id(read)] = (read, next(_NEXT_READER_ID))
+    return read
+
+
 def reader_key(read: Callable[..., object]) -> int | None:
     """A number for a reader, the same across calls for the same code closing over equal values (a rule builds
     its lambdas anew at every tick); None for a reader that cannot be told apart that way, never cached. A number
     is a cheaper key than the reader for the samples' readings."""
+    fixed = _FIXED_READERS.get(id(read))
+    if fixed is not None and fixed[0] is read:
+        return fixed[1]
     try:
         cells = read.__closure__
-        key = (read.__code__, tuple(c.cell_contents for c in cells) if cells else ())
+        code = read.__code__
+    except AttributeError:  # not a plain function
+        return None
+    if cells is None:
+        known = _CODE_READERS.get(id(code))
+        if known is not None and known[0] is code:
+            return known[1]
+    try:
+        key = (code, tuple(c.cell_contents for c in cells) if cells else ())
         number = _READER_IDS.get(key)
-    except (AttributeError, TypeError, ValueError):  # not a plain function, an unhashable or empty cell
+    except (TypeError, ValueError):  # an unhashable or empty cell
         return None
     if number is None:
         if len(_READER_IDS) >= MAX_READERS:
             _READER_IDS.clear()
+            _CODE_READERS.clear()
         number = _READER_IDS[key] = next(_NEXT_READER_ID)
+    if cells is None:
+        _CODE_READERS[id(code)] = (code, number)
     return number
+
+
+class _Column:
+    """What one reader gave for the samples of a lineage's last window, and what was worked out of it: the values
+    in order (for the median), the known and true values (for a share), the sums (for totals), each with the
+    samples it stands for."""
+
+    __slots__ = ("known", "ordered", "ordered_of", "samples", "seen", "sums", "sums_of", "tally_of", "true", "values")
+
+    def __init__(self, samples: tuple[JobSample, ...], values: list[object], seen: int) -> None:
+        self.seen = seen
+        """The tick it was last brought forward in (``Lineage.tick``)."""
+        self.samples = samples
+        self.values = values
+        self.ordered: list[float] = []
+        self.ordered_of: tuple[JobSample, ...] | None = None
+        self.known = self.true = 0
+        self.tally_of: tuple[JobSample, ...] | None = None
+        self.sums: list[int] = []
+        self.sums_of: tuple[JobSample, ...] | None = None
+
+
+_NOTHING: list[object] = []
+
+
+class Lineage:
+    """The windows one process's history gives, tick after tick, and what was read of them.
+
+    Each tick's window is the last one with samples dropped at its start and added at its end, so what a reader
+    gave for it (its column) and what was worked out of that (the values in order for the median, counts, sums)
+    are updated by what changed instead of read anew. A window derived the same way at every tick
+    (``JobWindow.last``, ``JobWindow.where``) has a lineage of its own, a child of its parent's. ``ordered``: the
+    samples' times never go back, so the last seconds of a window are found by bisection.
+    """
+
+    __slots__ = ("children", "columns", "findings", "ordered", "tick")
+
+    def __init__(self) -> None:
+        self.tick = 0
+        """Counts the windows of the history: what was not used for ``FORGET_TICKS`` of them is forgotten."""
+        self.findings: dict[str, tuple[tuple[object, ...], object]] = {}
+        """What a rule made of its last inputs (``rules.base.remembered``), by rule."""
+        self.columns: dict[int, _Column] = {}
+        self.children: dict[Hashable, Lineage] = {}
+        self.ordered = True
+
+    def child(self, key: Hashable) -> Lineage:
+        child = self.children.get(key)
+        if child is None:
+            child = self.children[key] = Lineage()
+        child.ordered = self.ordered
+        child.tick = self.tick
+        return child
+
+    def next_tick(self) -> None:
+        """A new window of the history; every ``FORGET_TICKS``, forget the columns and derived windows not used in
+        that many (a reader closing over values that change, the workers of one epoch, would keep its samples)."""
+        self.tick += 1
+        if self.tick % FORGET_TICKS == 0:
+            self._forget(self.tick - FORGET_TICKS)
+
+    def _forget(self, before: int) -> None:
+        for key in [k for k, column in self.columns.items() if column.seen < before]:
+            del self.columns[key]
+        for name in [k for k, child in self.children.items() if child.tick < before]:
+            del self.children[name]
+        for child in self.children.values():
+            child._forget(before)
+
+    def read(self, key: int, read: Callable[[JobSample], T], samples: tuple[JobSample, ...]) -> list[T]:
+        """``read`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
+        return cast(list[T], self._advance(key, read, samples)[0].values)
+
+    def _advance(
+        self, key: int, read: Callable[[JobSample], object], samples: tuple[JobSample, ...]
+    ) -> tuple[_Column, tuple[JobSample, ...] | None, list[object], list[object]]:
+        """The column of ``read`` brought to ``samples``, with the samples it stood for before (None where it was
+        read anew) and the values dropped and added since."""
+        column = self.columns.get(key)
+        if column is None:
+            column = self.columns[key] = _Column(samples, [_reading(s, key, read) for s in samples], self.tick)
+            return column, None, _NOTHING, _NOTHING
+        column.seen = self.tick
+        before = column.samples
+        if before is samples:
+            return column, before, _NOTHING, _NOTHING
+        n = len(before)
+        if n > 1 and n == len(samples) and before[1] is samples[0] and before[-1] is samples[-2]:
+            dropped, kept = 1, n - 1  # a tick's usual step: one sample out, one in
+        else:
+            shift = _shift(before, samples)
+            if shift is None:
+                column = _Column(samples, [_reading(s, key, read) for s in samples], self.tick)
+                self.columns[key] = column
+                return column, None, _NOTHING, _NOTHING
+            dropped, kept = shift
+        old = column.values
+        gone = old[:dropped]
+        if kept == len(samples) - 1:
+            sample = samples[-1]
+            readings = sample.readings
+            value = readings.get(key, _UNREAD)
+            if value is _UNREAD:
+                value = readings[key] = read(sample)
+            added = [value]
+        else:
+            added = [_reading(s, key, read) for s in samples[kept:]]
+        values = old[dropped:]
+        values.extend(added)
+        column.samples = samples
+        column.values = values
+        return column, before, gone, added
+
+    def median(self, key: int, read: Read, samples: tuple[JobSample, ...]) -> float | None:
+        """The median of ``read`` over ``samples``, from the last window's values in order, less the values of the
+        samples dropped, plus those of the samples added (where they are all plain numbers)."""
+        column, before, gone, added = self._advance(key, read, samples)
+        ordered = column.ordered
+        if before is not None and column.ordered_of is before:
+            if not _same_one(gone, added):
+                for value in gone:
+                    if value is not None:
+                        del ordered[bisect.bisect_left(ordered, cast(float, value))]
+                for value in added:
+                    if value is not None:
+                        if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                            column.ordered_of = None
+                            return _median([cast(float, v) for v in column.values if v is not None])
+                        bisect.insort_right(ordered, cast(float, value))
+        else:
+            known = [cast(float, v) for v in column.values if v is not None]
+            if not all(v == v for v in known):
+                column.ordered_of = None
+                return _median(known)
+            ordered = column.ordered = sorted(known)
+        column.ordered_of = samples
+        n = len(ordered)
+        if not n:
+            return None
+        middle = n // 2
+        return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+    def total(
+        self, key: int, read: Callable[[JobSample], tuple[int, ...]], samples: tuple[JobSample, ...]
+    ) -> list[int]:
+        """The sums, place by place, of ``read``'s tuples of whole numbers over ``samples``: the last window's, less
+        the samples dropped, plus the samples added (whole numbers: the sums stay exact)."""
+        column, before, gone, added = self._advance(key, read, samples)
+        if before is not None and column.sums_of is before:
+            sums = column.sums
+            for value in cast(list[tuple[int, ...]], gone):
+                for place, n in enumerate(value):
+                    sums[place] -= n
+            for value in cast(list[tuple[int, ...]], added):
+                for place, n in enumerate(value):
+                    sums[place] += n
+        else:
+            values = cast(list[tuple[int, ...]], column.values)
+            sums = column.sums = [sum(place) for place in zip(*values)] if values else []
+        column.sums_of = samples
+        return sums
+
+    def share(self, key: int, test: Callable[[JobSample], bool | None], samples: tuple[JobSample, ...]) -> float | None:
+        """The share of ``samples`` for which ``test`` is true among those where it is known: the last window's
+        counts, less the samples dropped, plus the samples added (where ``test`` gives booleans)."""
+        column, before, gone, added = self._advance(key, test, samples)
+        if before is not None and column.tally_of is before:
+            known, true = column.known, column.true
+            for value in gone:
+                if value is not None:
+                    known -= 1
+                    true -= value is True
+            for value in added:
+                if value is not None:
+                    if type(value) is not bool:
+                        column.tally_of = None
+                        return _share(column.values)
+                    known += 1
+                    true += value
+        else:
+            if any(v is not None and type(v) is not bool for v in column.values):
+                column.tally_of = None
+                return _share(column.values)
+            known = sum(v is not None for v in column.values)
+            true = sum(v is True for v in column.values)
+        column.known, column.true, column.tally_of = known, true, samples
+        return true / known if known else None
+
+
+def _same_one(gone: list[object], added: list[object]) -> bool:
+    """Whether one value went and the same one came (the same type, and not a zero, whose sign could differ): the
+    values in order then stand as they are."""
+    if len(gone) != 1 or len(added) != 1:
+        return False
+    a, b = gone[0], added[0]
+    return a is b or (type(a) is type(b) and a == b and a != 0)
+
+
+def _share(column: Sequence[object]) -> float | None:
+    known = [t for t in column if t is not None]
+    return sum(known) / len(known) if known else None  # type: ignore[arg-type]
+
+
+def _shift(before: tuple[JobSample, ...], after: tuple[JobSample, ...]) -> tuple[int, int] | None:
+    """How ``after`` continues ``before`` (both runs of one history): ``(dropped, kept)``, the samples dropped from
+    the start of ``before`` and those of it kept at the start of ``after``; None when it does not."""
+    if not before or not after:
+        return None
+    first = after[0]
+    dropped = 0
+    for sample in before:
+        if sample is first:
+            break
+        dropped += 1
+    else:
+        return None
+    kept = len(before) - dropped
+    if kept > len(after) or before[-1] is not after[kept - 1]:
+        return None
+    return dropped, kept
+
+
+def _reading(sample: JobSample, key: int, read: Callable[[JobSample], T]) -> T:
+    readings = sample.readings
+    value = readings.get(key, _UNREAD)
+    if value is _UNREAD:
+        value = readings[key] = read(sample)
+    return cast(T, value)
+
+
+def _time(sample: JobSample) -> float:
+    return sample.time
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,10 +497,12 @@ class JobWindow:
 
     Samples are immutable and readers pure, so what a reader gave for a sample is kept on the sample, and a
     window's statistics on the window: the rules of one tick share them, and the next tick's window reads only
-    its new sample.
+    its new sample. A window of the advisor's history has a ``lineage``: its statistics are then updated from the
+    last tick's window's by the samples that changed.
     """
 
     samples: tuple[JobSample, ...]
+    lineage: Lineage | None = field(default=None, repr=False, compare=False)
     _memo: dict[Hashable, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -250,26 +517,59 @@ class JobWindow:
         """The samples of the last ``seconds``."""
         if not self.samples:
             return self
-        since = self.latest.time - seconds
-        return self.cached(("last", seconds), lambda: JobWindow(tuple(s for s in self.samples if s.time >= since)))
+        key = ("last", seconds)
+        found = self._memo.get(key)
+        if found is None:
+            samples = self.samples
+            since = samples[-1].time - seconds
+            lineage = self.lineage
+            if lineage is not None and lineage.ordered:
+                recent = samples[bisect.bisect_left(samples, since, key=_time) :]
+            else:
+                recent = tuple(s for s in samples if s.time >= since)
+            found = self._memo[key] = JobWindow(recent, None if lineage is None else lineage.child(key))
+        return cast(JobWindow, found)
+
+    def where(self, test: Callable[[JobSample], bool]) -> JobWindow:
+        """The samples for which ``test`` is true."""
+        key = reader_key(test)
+        if key is None or self.lineage is None:
+            return JobWindow(tuple(s for s in self.samples if test(s)))
+        memo_key = ("where", key)
+        found = self._memo.get(memo_key)
+        if found is None:
+            kept = self._read(test)
+            samples = tuple(itertools.compress(self.samples, kept))
+            found = self._memo[memo_key] = JobWindow(samples, self.lineage.child(memo_key))
+        return cast(JobWindow, found)
 
     def covers(self, seconds: float) -> bool:
         """Whether there are enough samples, spread over most of ``seconds``, to judge a window."""
         return len(self.samples) >= MIN_SAMPLES and self.span_s >= 0.6 * seconds
 
     def _read(self, read: Callable[[JobSample], T]) -> list[T]:
-        """``read`` of every sample, from each sample's readings where it read it before."""
+        """``read`` of every sample, from each sample's readings where it read it before. Not to be changed: the
+        list may be kept for the next tick's window."""
         key = reader_key(read)
         if key is None:
             return [read(s) for s in self.samples]
-        out: list[T] = []
-        for sample in self.samples:
-            readings = sample.readings
-            value = readings.get(key, _UNREAD)
-            if value is _UNREAD:
-                value = readings[key] = read(sample)
-            out.append(cast(T, value))
-        return out
+        if self.lineage is not None:
+            return self.lineage.read(key, read, self.samples)
+        return [_reading(sample, key, read) for sample in self.samples]
+
+    def column(self, read: Callable[[JobSample], T]) -> list[T]:
+        """``read`` of every sample, in order (not to be changed: the next tick's window may start from it)."""
+        return self._read(read)
+
+    def rise(self, read: Read) -> float | None:
+        """The last known value of ``read`` less the first (None where none is known): what ``steady_rise`` of the
+        ``points`` would call the rise, found without them."""
+        values = self._read(read)
+        first = next((v for v in values if v is not None), None)
+        if first is None:
+            return None
+        last = next(v for v in reversed(values) if v is not None)
+        return last - first
 
     def values(self, read: Read) -> list[float]:
         return [v for v in self._read(read) if v is not None]
@@ -282,27 +582,49 @@ class JobWindow:
         key = reader_key(read)
         if key is None:
             return _median(self.values(read))
-        return self.cached(("median", key), lambda: _median(self.values(read)))
+        memo_key = ("median", key)
+        memo = self._memo
+        if memo_key in memo:
+            return cast("float | None", memo[memo_key])
+        lineage = self.lineage
+        found = memo[memo_key] = (
+            _median(self.values(read)) if lineage is None else lineage.median(key, read, self.samples)
+        )
+        return found
 
     def share(self, test: Callable[[JobSample], bool | None]) -> float | None:
         """The share of samples for which ``test`` is true, among those where it is known."""
 
-        def compute() -> float | None:
-            known = [t for t in self._read(test) if t is not None]
-            return sum(known) / len(known) if known else None
-
         key = reader_key(test)
-        return compute() if key is None else self.cached(("share", key), compute)
+        if key is None:
+            return _share([test(s) for s in self.samples])
+        lineage = self.lineage
+        if lineage is None:
+            return self.cached(("share", key), lambda: _share(self._read(test)))
+        return self.cached(("share", key), lambda: lineage.share(key, test, self.samples))
 
     def loader_median(self, name: str) -> float | None:
         """The median of a number the probe reports for the active DataLoader (``data_wait_share``, ...)."""
-        return self.median(lambda s: getattr(s.loader, name) if s.loader is not None else None)
+        return self.median(_LOADER_READERS.get(name) or _loader_reader(name))
 
     def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked of this window, what it gave after that."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]  # type: ignore[return-value]
+
+
+_LOADER_READERS: dict[str, Read] = {}
+
+
+def _loader_reader(name: str) -> Read:
+    """The reader of one of the active DataLoader's numbers, made once per name."""
+
+    def read(s: JobSample) -> float | None:
+        return getattr(s.loader, name) if s.loader is not None else None
+
+    _LOADER_READERS[name] = fixed_reader(read)
+    return read
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,16 +656,21 @@ def _worker_states(sample: JobSample) -> tuple[int, int, int]:
         if host.status is None:
             continue
         readings += 1
-        busy += host.status == "running" or (host.cpu_percent or 0.0) >= 50.0
-        disk += host.status == "disk-sleep"
+        busy += int(host.status == "running" or (host.cpu_percent or 0.0) >= 50.0)
+        disk += int(host.status == "disk-sleep")
     return readings, busy, disk
 
 
 def _worker_activity(window: JobWindow) -> WorkerActivity | None:
-    states = window._read(_worker_states)
-    readings = sum(r for r, _, _ in states)
-    busy = sum(b for _, b, _ in states)
-    disk = sum(d for _, _, d in states)
+    lineage = window.lineage
+    key = reader_key(_worker_states)
+    if lineage is not None and key is not None:
+        readings, busy, disk = lineage.total(key, _worker_states, window.samples) or (0, 0, 0)
+    else:
+        states = window._read(_worker_states)
+        readings = sum(r for r, _, _ in states)
+        busy = sum(b for _, b, _ in states)
+        disk = sum(d for _, _, d in states)
     if not readings:
         return None
     cpu = window.median(lambda s: s.view.workers_cpu_percent)
@@ -437,15 +764,20 @@ class Rise:
     r2: float
 
 
-def steady_rise(points: Sequence[tuple[float, float]]) -> Rise | None:
+def steady_rise(points: Sequence[tuple[float, float]], least: float = 0.0) -> Rise | None:
     """How a series rises when it rises steadily: a good linear fit (``STEADY_R2``), and each half of the window
-    carrying at least a quarter of the rise, which a single jump (an import, a cache filled once) does not."""
+    carrying at least a quarter of the rise, which a single jump (an import, a cache filled once) does not.
+    A rise below ``least`` is none (and needs no fit)."""
+    if not points:
+        return None
+    rise = points[-1][1] - points[0][1]
+    if rise <= 0 or rise < least:
+        return None
     fit = linear_fit(points)
     if fit is None:
         return None
     slope, r2 = fit
-    rise = points[-1][1] - points[0][1]
-    if slope <= 0 or rise <= 0 or r2 < STEADY_R2:
+    if slope <= 0 or r2 < STEADY_R2:
         return None
     middle = (points[0][0] + points[-1][0]) / 2
     first = [v for t, v in points if t <= middle]

@@ -4,11 +4,14 @@ for one, and does not flicker in between; all of it timed by the snapshots alone
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable
 
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
+from gputop.advisor import thresholds as th
+from gputop.advisor.engine import _RuleState
 from gputop.advisor.rules import Finding, Rule
 from gputop.model import INFO, WARNING, TrainingView
 from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
@@ -140,3 +143,75 @@ def test_watching_every_process_the_findings_of_ended_processes_are_forgotten():
     advisor.update(snapshot(16.0, view(pid=1)))
 
     assert advisor.raised() == ()
+
+
+def _share_summed_anew(evaluations: list[tuple[float, bool]], hold_s: float) -> float | None:
+    """The held share of the last ``hold_s`` as a fresh walk over every evaluation gives it."""
+    now = evaluations[-1][0]
+    start = now - hold_s
+    kept = list(evaluations)
+    while len(kept) > 1 and kept[1][0] <= start:
+        kept.pop(0)
+    if kept[0][0] > start:
+        return None
+    held_s, previous = 0.0, kept[0][0]
+    for at, holds in kept[1:]:
+        if holds:
+            held_s += at - max(previous, start)
+        previous = at
+    return held_s / hold_s if hold_s > 0 else float(evaluations[-1][1])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_held_share_kept_tick_by_tick_is_the_share_summed_anew(seed: int):
+    rng = random.Random(seed)
+    state = _RuleState()
+    seen: list[tuple[float, bool]] = []
+    t = rng.choice((0.0, 1_800_000_000.0))
+    for _ in range(3000):
+        t += rng.choice((0.1, 0.5, 1.0, 0.7, 4.0, 25.0))
+        held = rng.random() < 0.7
+        seen.append((t, held))
+        share = state.record(t, held, WINDOW_S)
+        expected = _share_summed_anew(seen, WINDOW_S)
+        assert (share is None) == (expected is None)
+        if share is not None and expected is not None:
+            assert share == pytest.approx(expected, abs=1e-12)
+            for threshold in (th.FIRE_SHARE, th.CLEAR_SHARE):
+                assert (share >= threshold) == (expected >= threshold)
+                assert (share <= threshold) == (expected <= threshold)
+
+
+def test_a_held_share_at_a_threshold_is_the_share_summed_anew_to_the_last_bit():
+    state = _RuleState()
+    seen = [(t / 10, t % 5 != 0) for t in range(1, 400)]  # 4 ticks of 5 held: 0.8 of the window, give or take rounding
+    shares = [state.record(t, held, 1.0) for t, held in seen]
+
+    for n in range(20, len(seen)):
+        expected = _share_summed_anew(seen[: n + 1], 1.0)
+        assert expected == pytest.approx(th.FIRE_SHARE)
+        assert shares[n] == expected
+
+
+def test_evaluations_whose_time_goes_back_are_shared_as_a_fresh_sum_gives():
+    state = _RuleState()
+    seen: list[tuple[float, bool]] = []
+    for n, t in enumerate([0.0, 1.0, 2.0, 3.0, 2.5, 4.0, 5.0, 12.0, 11.0, 13.0, 14.0, 30.0, 31.0]):
+        seen.append((t, n % 3 != 0))
+        assert state.record(t, n % 3 != 0, 5.0) == _share_summed_anew(seen, 5.0)
+
+
+def test_a_finding_that_does_not_change_keeps_its_advice_and_the_active_findings():
+    readings = {"n": 1}
+    advisor = Advisor(PID, AdvisorConfig(window_s=WINDOW_S))
+    advisor.rules = (Rule("test-rule", lambda w, config: Finding(INFO, "t", "d", "a", "external", dict(readings))),)
+    feed(advisor, 0, 12)
+    before = advisor.active
+
+    advisor.update(snapshot(12.5, view()))
+    assert advisor.active is before and advisor.active[0] is before[0]
+
+    readings["n"] = 2
+    advisor.update(snapshot(13.0, view()))
+    (advice,) = advisor.active
+    assert advice.evidence == {"n": 2} and advice.since == before[0].since

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase
+from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, fixed_reader
 from gputop.model import CRITICAL, INFO, WARNING, AdviceSource, CudaMemory, Gpu, Severity
 
 
@@ -41,6 +42,22 @@ class Rule:
         return config.gpu_idle_s if self.idle else config.window_s
 
 
+def remembered(w: JobWindow, rule: str, inputs: tuple[object, ...], build: Callable[..., Finding]) -> Finding:
+    """``build(*inputs)``: the finding of ``rule`` from the numbers it measured. Measured numbers often hold from
+    one tick to the next; then the finding made of them at the last tick of this process is given again, the same
+    object, instead of worded anew (and the engine keeps its advice as it is)."""
+    lineage = w.lineage
+    if lineage is None:
+        return build(*inputs)
+    kinds = tuple(type(v) for v in inputs)
+    last = lineage.findings.get(rule)
+    if last is not None and last[0] == (kinds, inputs):
+        return last[1]  # type: ignore[return-value]
+    found = build(*inputs)
+    lineage.findings[rule] = ((kinds, inputs), found)
+    return found
+
+
 def pct(share: float | None) -> str:
     """A 0-1 share as a whole percentage, for the words of a finding."""
     return "N/A" if share is None else f"{share * 100:.0f}%"
@@ -52,9 +69,13 @@ def count(n: int, noun: str) -> str:
 
 
 def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
-    """The last window of ``w``, or None while the samples do not cover one yet."""
-    recent = w.last(config.window_s)
-    return recent if recent.covers(config.window_s) else None
+    """The last window of ``w``, or None while the samples do not cover one yet (worked out once per window:
+    every rule asks)."""
+    return w.cached(("recent", config.window_s), lambda: _covered(w.last(config.window_s), config.window_s))
+
+
+def _covered(recent: JobWindow, seconds: float) -> JobWindow | None:
+    return recent if recent.covers(seconds) else None
 
 
 def wait_severity(wait: float) -> Severity:
@@ -76,27 +97,56 @@ def cuda_devices(sample: JobSample) -> tuple[CudaMemory, ...]:
     return sample.view.probe.cuda if sample.view.probe.ok else ()
 
 
-def device_series(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> list[tuple[float, float]]:
+DeviceFigure = Literal["allocated_bytes", "num_alloc_retries", "num_ooms", "num_device_free"]
+"""The figures of a CUDA device that the rules follow across a window (``CudaMemory``'s fields)."""
+
+_DEVICE_READERS: dict[tuple[str, int, str], Callable[[JobSample], tuple[float, ...]]] = {}
+
+
+def _device_reader(what: str, device: int, figure: str) -> Callable[[JobSample], tuple[float, ...]]:
+    """The reader of a sample's values of one figure of one CUDA device (``unallocated`` for the share of reserved
+    memory that holds no tensor), made once for each: the window keeps what it read of each sample."""
+    found = _DEVICE_READERS.get((what, device, figure))
+    if found is not None:
+        return found
+
+    def figures(sample: JobSample) -> tuple[float, ...]:
+        values = (getattr(d, figure) for d in cuda_devices(sample) if d.device == device)
+        return tuple(float(v) for v in values if v is not None)
+
+    def unallocated(sample: JobSample) -> tuple[float, ...]:
+        return tuple(
+            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
+            for d in cuda_devices(sample)
+            if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
+        )
+
+    read = fixed_reader(unallocated if what == "unallocated" else figures)
+    _DEVICE_READERS[(what, device, figure)] = read
+    return read
+
+
+def device_series(w: JobWindow, device: int, figure: DeviceFigure) -> list[tuple[float, float]]:
     """``(time, value)`` of one CUDA device's figure across the window (the probe samples it at step starts)."""
-    points = []
-    for sample in w.samples:
-        for d in cuda_devices(sample):
-            value = read(d)
-            if d.device == device and value is not None:
-                points.append((sample.time, float(value)))
-    return points
+    read = _device_reader("series", device, figure)
+    return [(sample.time, v) for sample, found in zip(w.samples, w.column(read)) for v in found]
+
+
+def device_rise(w: JobWindow, device: int, figure: DeviceFigure) -> float | None:
+    """The last value of one CUDA device's figure across the window less the first (None without one): the rise
+    ``steady_rise`` would see in ``device_series``, found without it."""
+    column = w.column(_device_reader("series", device, figure))
+    first = next((found[0] for found in column if found), None)
+    if first is None:
+        return None
+    return next(found[-1] for found in reversed(column) if found) - first
 
 
 def unallocated_shares(w: JobWindow, device: int) -> list[float]:
     """Per sample, the share of a CUDA device's reserved memory that holds no tensor (cached by the allocator)."""
-    return [
-        (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
-        for s in w.samples
-        for d in cuda_devices(s)
-        if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
-    ]
+    return [v for found in w.column(_device_reader("unallocated", device, "")) for v in found]
 
 
-def device_increase(w: JobWindow, device: int, read: Callable[[CudaMemory], int | None]) -> float:
+def device_increase(w: JobWindow, device: int, figure: DeviceFigure) -> float:
     """How much one of a CUDA device's counters grew across the window."""
-    return counter_increase([v for _, v in device_series(w, device, read)])
+    return counter_increase([v for _, v in device_series(w, device, figure)])

@@ -18,10 +18,12 @@ def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if recent is None or not recent.latest.on_gpu:
         return None
     busy = recent.median(lambda s: s.gpu_busy_percent)
-    main = main_thread_busy(recent)
-    wait = recent.loader_median("data_wait_share")
-    if busy is None or busy >= th.CPU_LOOP_GPU_BUSY_BELOW or main is None or main < th.MAIN_THREAD_BUSY:
+    if busy is None or busy >= th.CPU_LOOP_GPU_BUSY_BELOW:
         return None
+    main = main_thread_busy(recent)
+    if main is None or main < th.MAIN_THREAD_BUSY:
+        return None
+    wait = recent.loader_median("data_wait_share")
     if wait is not None and wait >= th.DATA_WAIT_INFO:
         return None
     # A busy main thread and an idle GPU is also a job setting up (building a dataset index, say): only a loop
@@ -50,8 +52,10 @@ def launch_bound(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if recent is None or not recent.latest.on_gpu:
         return None
     busy = recent.median(lambda s: s.gpu_busy_percent)
+    if busy is None or busy < th.LAUNCH_BOUND_GPU_BUSY:
+        return None
     sm = recent.median(lambda s: s.sm_activity_percent)
-    if busy is None or sm is None or busy < th.LAUNCH_BOUND_GPU_BUSY or sm > th.LAUNCH_BOUND_SM_ACTIVITY:
+    if sm is None or sm > th.LAUNCH_BOUND_SM_ACTIVITY:
         return None
     main = main_thread_busy(recent)
     if main is None or main < th.MAIN_THREAD_BUSY:
@@ -89,14 +93,17 @@ def tensor_cores_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None or not recent.latest.on_gpu:
         return None
-    sm = recent.median(lambda s: s.sm_activity_percent)
-    tensor = recent.median(lambda s: s.tensor_activity_percent)
-    if sm is None or tensor is None or sm < th.TENSOR_IDLE_SM_ACTIVITY or tensor > th.TENSOR_IDLE_PERCENT:
-        return None
+    # What the probe saw first: it is one look, where the medians read the window.
     probe = recent.latest.view.probe
     if not probe.ok or probe.autocast is not False or probe.float32_matmul_precision != th.FULL_PRECISION:
         return None
     if probe.parameter_dtypes != ("float32",):
+        return None
+    sm = recent.median(lambda s: s.sm_activity_percent)
+    if sm is None or sm < th.TENSOR_IDLE_SM_ACTIVITY:
+        return None
+    tensor = recent.median(lambda s: s.tensor_activity_percent)
+    if tensor is None or tensor > th.TENSOR_IDLE_PERCENT:
         return None
     fp32 = recent.median(lambda s: _mean_of(s, "fp32_activity_percent"))
     return Finding(
@@ -180,10 +187,23 @@ def gpu_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     )
 
 
+_THROTTLE_REASONS = frozenset((*th.HARDWARE_SLOWDOWN, *th.THERMAL_SLOWDOWN, th.POWER_CAP))
+
+
+def _any_throttle(sample: JobSample) -> bool | None:
+    """Whether a GPU of the sample gives any reason ``throttling`` looks for; None where none reports reasons."""
+    known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
+    return any(r in _THROTTLE_REASONS for rs in known for r in rs) if known else None
+
+
 def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     """The GPU's clocks are held down by its thermal or power protection."""
     recent = recent_window(w, config)
     if recent is None or not recent.latest.on_gpu:
+        return None
+    # Each level's samples are among those with any of the reasons: too few of those, and no level is reached.
+    throttled = recent.share(_any_throttle)
+    if throttled is None or throttled < th.THROTTLE_SHARE:
         return None
 
     def has(reasons: tuple[ThrottleReason, ...]) -> Callable[[JobSample], bool | None]:

@@ -8,6 +8,7 @@ from gputop.advisor.rules.base import (
     cuda_devices,
     device_gpu,
     device_increase,
+    device_rise,
     device_series,
     pct,
     recent_window,
@@ -25,6 +26,10 @@ def _after_warmup(sample: JobSample) -> bool:
     return sample.age_s is not None and sample.age_s >= th.HOST_WARMUP_S
 
 
+def _rss(sample: JobSample) -> float | None:
+    return None if sample.rss_bytes is None else float(sample.rss_bytes)
+
+
 def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     """Memory at the start of each step rises steadily after warm-up: something keeps every step's tensors.
 
@@ -34,23 +39,29 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    warm = JobWindow(tuple(s for s in recent.samples if _after_warmup(s)))
+    warm = recent.where(_after_warmup)
     if not warm.covers(config.window_s):
         return None
     latest = warm.latest
     series: list[tuple[str, list[tuple[float, float]], float, int | None]] = []
+    # A series that does not rise by the least rise from its first value to its last is no leak: its points are
+    # not even gathered.
     for device in cuda_devices(latest):
         gpu = device_gpu(latest, device)
         room = gpu.memory_free_bytes if gpu is not None else None
-        points = device_series(warm, device.device, lambda d: d.allocated_bytes)
+        rise = device_rise(warm, device.device, "allocated_bytes")
+        rising = rise is not None and rise > 0 and rise >= th.LEAK_MIN_RISE_CUDA_BYTES
+        points = device_series(warm, device.device, "allocated_bytes") if rising else []
         series.append((f"cuda:{device.device} allocated at step start", points, th.LEAK_MIN_RISE_CUDA_BYTES, room))
     if not series:
-        points = warm.points(lambda s: None if s.rss_bytes is None else float(s.rss_bytes))
+        rise = warm.rise(_rss)
+        rising = rise is not None and rise > 0 and rise >= th.LEAK_MIN_RISE_HOST_BYTES
+        points = warm.points(_rss) if rising else []
         room = latest.host.memory_available_bytes
         series.append(("the training process's RSS", points, th.LEAK_MIN_RISE_HOST_BYTES, room))
     for what, points, least, room in series:
-        growth = steady_rise(points)
-        if growth is None or growth.rise < least:
+        growth = steady_rise(points, least)
+        if growth is None:
             continue
         rise, slope, r2 = growth.rise, growth.slope, growth.r2
         full_s = None if room is None else room / slope
@@ -90,11 +101,14 @@ def empty_cache_in_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
+    devices = cuda_devices(recent.latest)
+    if not devices:
+        return None
     steps = counter_increase(recent.values(lambda s: None if s.loader is None else float(s.loader.batches)))
     if steps < th.WARMUP_STEPS / 2:
         return None
-    for device in cuda_devices(recent.latest):
-        frees = device_increase(recent, device.device, lambda d: d.num_device_free)
+    for device in devices:
+        frees = device_increase(recent, device.device, "num_device_free")
         cached = unallocated_shares(recent, device.device)
         if not cached or frees < steps:
             continue

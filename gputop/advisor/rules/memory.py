@@ -21,7 +21,7 @@ from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PR
 
 
 def _step_start_bytes(recent: JobWindow, device: int) -> float | None:
-    values = [v for _, v in device_series(recent, device, lambda d: d.allocated_bytes)]
+    values = [v for _, v in device_series(recent, device, "allocated_bytes")]
     return sorted(values)[len(values) // 2] if values else None
 
 
@@ -130,8 +130,8 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     retries = ooms = 0.0
     peak_share = None
     for device in devices:
-        retries += device_increase(recent, device.device, lambda d: d.num_alloc_retries)
-        ooms += device_increase(recent, device.device, lambda d: d.num_ooms)
+        retries += device_increase(recent, device.device, "num_alloc_retries")
+        ooms += device_increase(recent, device.device, "num_ooms")
         gpu = device_gpu(latest, device)
         if gpu is not None and gpu.memory_total_bytes and device.reserved_peak_bytes is not None:
             peak_share = max(peak_share or 0.0, device.reserved_peak_bytes / gpu.memory_total_bytes)
@@ -229,7 +229,7 @@ def fragmentation(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if recent is None:
         return None
     for device in cuda_devices(recent.latest):
-        retries = device_increase(recent, device.device, lambda d: d.num_alloc_retries)
+        retries = device_increase(recent, device.device, "num_alloc_retries")
         shares = unallocated_shares(recent, device.device)
         if not shares or not retries:
             continue

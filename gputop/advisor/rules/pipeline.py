@@ -4,7 +4,16 @@ workers started at every epoch."""
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.rules.base import Finding, count, cuda_devices, gpu_words, pct, recent_window, wait_severity
+from gputop.advisor.rules.base import (
+    Finding,
+    count,
+    cuda_devices,
+    gpu_words,
+    pct,
+    recent_window,
+    remembered,
+    wait_severity,
+)
 from gputop.advisor.suggest import (
     CPU,
     IO,
@@ -15,9 +24,16 @@ from gputop.advisor.suggest import (
     worker_bottleneck,
     workers_needed,
 )
-from gputop.advisor.window import AdvisorConfig, JobWindow, main_thread_busy, pass_starts, worker_activity
+from gputop.advisor.window import (
+    AdvisorConfig,
+    JobWindow,
+    WorkerActivity,
+    main_thread_busy,
+    pass_starts,
+    worker_activity,
+)
 from gputop.formatting import fmt_bytes
-from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING
+from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, PinMemoryStatus
 
 
 def _more_workers_action(plan: WorkerPlan, workers: int, cores: int) -> str:
@@ -58,25 +74,44 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     latest = recent.latest
     workers = latest.num_workers
+    if not workers:
+        return None
     wait = recent.loader_median("data_wait_share")
-    steps = recent.loader_median("steps_per_s")
     loader = latest.loader
-    starting = recent.loader_median("pass_start_wait_share")
     restarts = loader is not None and loader.effective.persistent_workers is False
-    if wait is not None and starting is not None and restarts:
-        # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them longer.
-        wait = max(0.0, wait - starting)
-    if not workers or wait is None or wait < th.DATA_WAIT_INFO or not steps:
+    if wait is not None and restarts:
+        starting = recent.loader_median("pass_start_wait_share")
+        if starting is not None:
+            # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them
+            # longer.
+            wait = max(0.0, wait - starting)
+    if wait is None or wait < th.DATA_WAIT_INFO:
+        return None
+    steps = recent.loader_median("steps_per_s")
+    if not steps:
         return None
     busy = recent.median(lambda s: s.gpu_busy_percent)
     if busy is not None and busy >= th.GPU_FED_FROM_PERCENT:
         return None
     activity = worker_activity(recent)
+    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), latest.host.memory_available_bytes)
+    return remembered(recent, "data-starved", inputs, _starved)
+
+
+def _starved(
+    workers: int,
+    wait: float,
+    steps: float,
+    busy: float | None,
+    activity: WorkerActivity | None,
+    cores: int,
+    available: int,
+) -> Finding:
+    """``data-starved``'s finding from what it measured."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
-    cores = cores_per_rank(latest)
     needed = workers_needed(workers, wait, in_main_process=False)
     uss = activity.uss_bytes_per_worker if activity is not None else None
-    plan = plan_workers(workers, needed, bottleneck, cores, uss, latest.host.memory_available_bytes)
+    plan = plan_workers(workers, needed, bottleneck, cores, uss, available)
     cpu = activity.cpu_cores if activity is not None else None
     doing = {
         CPU: f"busy on the CPU ({'?' if cpu is None else f'{cpu:.1f}'} of {cores} usable cores)",
@@ -171,6 +206,14 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
     if not (waits or copies):
         return None
+    inputs = (wait, rx, latest.view.pin_memory, latest.num_workers)
+    return remembered(recent, "pin-memory-off", inputs, _pin_memory_off)
+
+
+def _pin_memory_off(wait: float | None, rx: float | None, pin_memory: PinMemoryStatus, workers: int) -> Finding:
+    """``pin-memory-off``'s finding from what it measured."""
+    waits = wait is not None and wait >= th.DATA_WAIT_INFO
+    copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
     reasons = []
     if waits:
         reasons.append(f"the loop waits for data {pct(wait)} of each step")
@@ -179,7 +222,7 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     return Finding(
         severity=WARNING if wait is not None and wait >= th.DATA_WAIT_WARNING else INFO,
         title="pin_memory is off in a CUDA job",
-        detail=f"{latest.view.pin_memory.evidence}; " + " and ".join(reasons),
+        detail=f"{pin_memory.evidence}; " + " and ".join(reasons),
         action=(
             "Set pin_memory=True in the DataLoader and move batches with .to(device, non_blocking=True): pinned "
             "batches are copied by DMA at full PCIe speed while the GPU computes, where pageable ones are staged "
@@ -187,8 +230,8 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         ),
         source=SOURCE_BOTH if wait is not None else SOURCE_EXTERNAL,
         evidence={
-            "pin_memory": latest.view.pin_memory.state,
-            "num_workers": latest.num_workers,
+            "pin_memory": pin_memory.state,
+            "num_workers": workers,
             "data_wait_share": None if wait is None else round(wait, 3),
             "pcie_rx_bytes_per_s": rx,
         },

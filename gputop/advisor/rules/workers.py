@@ -23,9 +23,14 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if not workers or activity is None:
         return None
     cores = cores_per_rank(latest)
+    memory = activity.uss_bytes_per_worker * workers if activity.uss_bytes_per_worker is not None else None
+    # The cheap conditions of both findings first: most windows meet neither.
+    crowded = latest.local_ranks == 1 and workers > cores and activity.busy_share >= th.WORKER_BUSY_SHARE
+    idle = activity.busy_share < th.WORKER_IDLE_SHARE and memory is not None and memory >= th.WORKER_MEMORY_LARGE_BYTES
+    if not (crowded or idle):
+        return None
     host_cpu = recent.median(lambda s: s.host.cpu_percent)
     wait = recent.loader_median("data_wait_share")
-    memory = activity.uss_bytes_per_worker * workers if activity.uss_bytes_per_worker is not None else None
     evidence: dict[str, object] = {
         "num_workers": workers,
         "ranks": latest.local_ranks,
@@ -89,7 +94,8 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    steady = {x.pid for x in recent.samples[0].view.workers} & {x.pid for x in recent.latest.view.workers}
+    # A frozen set: the reader below closes over it, and a hashable one lets the window keep what it read.
+    steady = frozenset(x.pid for x in recent.samples[0].view.workers) & {x.pid for x in recent.latest.view.workers}
     if not steady:
         return None
 
@@ -98,8 +104,11 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         known = [v for v in values if v is not None]
         return float(sum(known)) if len(known) == len(values) >= len(steady) else None
 
-    growth = steady_rise(recent.points(total))
-    if growth is None or growth.rise < th.WORKER_GROWTH_MIN_BYTES:
+    rise = recent.rise(total)
+    if rise is None or rise <= 0 or rise < th.WORKER_GROWTH_MIN_BYTES:
+        return None  # the points are not even gathered
+    growth = steady_rise(recent.points(total), th.WORKER_GROWTH_MIN_BYTES)
+    if growth is None:
         return None
     rise, slope, r2 = growth.rise, growth.slope, growth.r2
     full_s = recent.latest.host.memory_available_bytes / slope
