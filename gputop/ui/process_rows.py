@@ -137,13 +137,23 @@ def row_key(gpus: Iterable[int], pid: int) -> str:
     return f"{','.join(map(str, gpus))}:{pid}"
 
 
-def build_rows(snap: Snapshot, options: ViewOptions) -> list[ProcessRow]:
-    """The rows to show for ``snap``, in display order."""
+def build_rows(snap: Snapshot, options: ViewOptions, flat: list[ProcessRow] | None = None) -> list[ProcessRow]:
+    """The rows to show for ``snap``, in display order. ``flat``: ``flat_rows(snap)`` already worked out (the
+    table keeps them while only the view options change)."""
     family = focus_family(snap, options.focus_pid) if options.focus_pid is not None else None
     if options.tree:
         return _tree_rows(snap, options, family)
-    rows = [_gpu_row(snap, p) for p in snap.processes if family is None or p.pid in family]
-    return sort_rows([r for r in rows if _matches(r, options)], options)
+    rows = flat_rows(snap) if flat is None else flat
+    if family is not None:
+        rows = [r for r in rows if r.pid in family]
+    if _filtering(options):
+        rows = [r for r in rows if _matches(r, options)]
+    return sort_rows(rows, options)
+
+
+def flat_rows(snap: Snapshot) -> list[ProcessRow]:
+    """One row per process and GPU, in the snapshot's order (the flat view before filtering and sorting)."""
+    return [_gpu_row(snap, p) for p in snap.processes]
 
 
 def focus_family(snap: Snapshot, focus_pid: int) -> set[int]:
