@@ -97,6 +97,13 @@ class TextLines(CachedComponentStyles):
             self._drawn = (key, [text_strip(line, width, base, self.app.console) for line in lines])
         return self._drawn[1]
 
+    def line_count_at(self, width: int) -> int:
+        """How many lines the text takes at content ``width``. The layout asks before the widget has that width
+        (a panel shown for the first time is still 0 wide): counted at the width asked, not the current one."""
+        if width == self.content_size.width:
+            return len(self.drawn_lines())
+        return len(self.text_lines(width)) if width > 0 else 0
+
     def render_line(self, y: int) -> Strip:
         lines = self.drawn_lines()
         return lines[y] if y < len(lines) else Strip.blank(self.content_size.width, self.base_style())
