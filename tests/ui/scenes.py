@@ -332,9 +332,7 @@ def many_gpus_node(t: float = T0, count: int = MANY_GPUS) -> Snapshot:
     return replace(
         snap,
         # GPUs 8 on read like GPUs 0-7 do (``gpu`` grows memory, heat and power with the index).
-        gpus=tuple(
-            replace(gpu(i % 8, t), index=i, uuid=f"GPU-6a1b2c3d-0000-4000-8000-{i:012d}") for i in range(count)
-        ),
+        gpus=tuple(replace(gpu(i % 8, t), index=i, uuid=f"GPU-6a1b2c3d-0000-4000-8000-{i:012d}") for i in range(count)),
         processes=processes,
         host_processes=host_processes(processes, _cpu_job(t)),
     )

@@ -146,6 +146,8 @@ class DashboardScreen(Screen[None]):
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
             panel.display = bool(gpus)
+        if panel.cards_change(gpus):
+            self._fit()  # the budget first: new cards are made in the layout they are shown in
         panel.show(gpus, app.history, snap.time, snap.processes)
         self.query_one(HostPanel).show(snap.host)
         self._show_processes()

@@ -87,13 +87,14 @@ class GpuCard(CachedComponentStyles, Widget):
     view: var[CardView | None] = var(None)
     """What the card draws; ``watch_view`` repaints just the lines that differ."""
 
-    def __init__(self, index: int) -> None:
-        super().__init__(id=f"gpu-{index}")
+    def __init__(self, index: int, compact: bool = False) -> None:
+        # Made in the layout it is shown in: switching a mounted card restyles it (64 cards: a slow first frame).
+        super().__init__(id=f"gpu-{index}", classes="-compact" if compact else None)
         self.index = index
         self._reading: tuple[Gpu, GpuHistory | None, float] | None = None
         self._mig_processes: tuple[int, ...] = ()
         self._strip_cache: tuple[object, list[Strip]] = (None, [])
-        self.compact = False
+        self.compact = compact
 
     def show(self, gpu: Gpu, history: GpuHistory | None, now: float, mig_processes: tuple[int, ...] = ()) -> None:
         """Take a new reading (and, on a MIG GPU, how many processes run on each instance)."""

@@ -20,6 +20,9 @@ CARD_MIN_WIDTH = 72
 """Narrower than this, a card's bars and sparkline get too short to read."""
 COMPACT_MIN_WIDTH = 80
 """A one-line GPU keeps its bars and readings down to this width (the 80-column layout)."""
+CARD_GUTTER = 1
+SIDE_BY_SIDE_GUTTER = 2
+"""Cells between GPU lines side by side, so one's last reading does not run into the next one's index."""
 
 
 def compact_lines(gpu: Gpu) -> int:
@@ -57,8 +60,6 @@ class GpuPanel(Container, can_focus=True):
         overflow-y: auto;
         overflow-x: hidden;
     }
-    GpuPanel.-compact { grid-gutter: 0; }
-    GpuPanel.-compact.-side-by-side { grid-gutter: 0 2; }
     GpuPanel:focus { scrollbar-color: $accent; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -83,14 +84,23 @@ class GpuPanel(Container, can_focus=True):
 
     def show(self, gpus: Sequence[Gpu], history: History, now: float, processes: Sequence[GpuProcess] = ()) -> None:
         """Draw these GPUs (already narrowed to the ones to show); ``processes`` are counted per MIG instance."""
-        if [g.index for g in gpus] != [card.index for card in self._cards]:
+        if self.cards_change(gpus):
+            compact, _ = self._layout(gpus)
             self.remove_children()
-            self._cards = [GpuCard(g.index) for g in gpus]
+            self._cards = [GpuCard(g.index, compact) for g in gpus]
             self.mount_all(self._cards)
         self._gpus = tuple(gpus)
         self._arrange()
         for gpu, card in zip(gpus, self._cards):
             card.show(gpu, history.gpus.get(gpu.index), now, mig_process_counts(gpu, processes) if gpu.mig else ())
+
+    def cards_change(self, gpus: Sequence[Gpu]) -> bool:
+        """Whether showing ``gpus`` adds or removes cards (the next ``show`` makes them in the layout that the
+        budget of the last ``fit_to`` gives)."""
+        return [g.index for g in gpus] != [card.index for card in self._cards]
+
+    def _layout(self, gpus: Sequence[Gpu]) -> tuple[bool, int]:
+        return choose_layout(gpus, self.size.width or self.app.size.width, self._budget)
 
     def fit_to(self, height_budget: int) -> None:
         """Use at most ``height_budget`` lines: cards if they fit, else one line per GPU, scrolling if needed."""
@@ -100,10 +110,12 @@ class GpuPanel(Container, can_focus=True):
         self._arrange()
 
     def _arrange(self) -> None:
-        compact, columns = choose_layout(self._gpus, self.size.width or self.app.size.width, self._budget)
-        self.set_class(compact, "-compact")
-        self.set_class(compact and columns > 1, "-side-by-side")
-        # Setting a style, even to its current value, costs a whole-screen layout: only set changes.
+        compact, columns = self._layout(self._gpus)
+        # Styles set here, not classes: a class on the panel restyles all its cards (64 of them on a large
+        # machine). Setting a style, even to its current value, costs a whole-screen layout: only set changes.
+        gutter = (SIDE_BY_SIDE_GUTTER if columns > 1 else 0) if compact else CARD_GUTTER
+        if self.styles.grid_gutter_vertical != gutter:
+            self.styles.grid_gutter_vertical = gutter
         if self.styles.grid_size_columns != columns:
             self.styles.grid_size_columns = columns
         for card in self._cards:
