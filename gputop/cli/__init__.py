@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error(str(exc))
     try:
         if args.command is not None:
-            return command_module(args.command).main(args)  # type: ignore[no-any-return]
+            return int(command_module(args.command).main(args))
         if request is not None:
             return hosts.show(request, args.interval, args.readonly)
         return watch.main(args)
