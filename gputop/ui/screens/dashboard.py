@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
 from gputop.ui.process_rows import (
@@ -31,6 +31,7 @@ from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
+from gputop.ui.widgets.key_footer import KeyFooter
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
@@ -113,7 +114,7 @@ class DashboardScreen(Screen[None]):
         yield AdvicePanel()
         yield Static(id="process-note", markup=False)
         yield ProcessTable()
-        yield Footer()
+        yield KeyFooter()
         # After the footer: both are docked at the bottom, and the later one is drawn over the other.
         yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
 
