@@ -120,7 +120,7 @@ class GpuCard(CachedComponentStyles, Widget):
         if self._reading is None:
             return
         gpu, history, now = self._reading
-        width = self.content_size.width
+        width = self.inner_size.width
         sparks = Sparks()
         if history is not None:
             if self.compact:
@@ -158,7 +158,7 @@ class GpuCard(CachedComponentStyles, Widget):
         # Only the lines that changed: the borders and a steady line cost nothing on a tick.
         for y, (was, now) in enumerate(zip(before, after)):
             if was != now:
-                self.refresh(Region(0, y, self.content_size.width, 1))
+                self.refresh(Region(0, y, self.inner_size.width, 1))
 
     def _palette(self) -> Palette:
         style = self.component_style
@@ -177,7 +177,7 @@ class GpuCard(CachedComponentStyles, Widget):
 
     def render_line(self, y: int) -> Strip:
         strips = self._strips()
-        return strips[y] if y < len(strips) else Strip.blank(self.content_size.width, self.base_style())
+        return strips[y] if y < len(strips) else Strip.blank(self.inner_size.width, self.base_style())
 
     def _strips(self) -> list[Strip]:
         key = (self.view, self.style_generation)

@@ -100,7 +100,7 @@ class GpuPanel(Container, can_focus=True):
         return [g.index for g in gpus] != [card.index for card in self._cards]
 
     def _layout(self, gpus: Sequence[Gpu]) -> tuple[bool, int]:
-        return choose_layout(gpus, self.size.width or self.app.size.width, self._budget)
+        return choose_layout(gpus, self.outer_size.width or self.app.size.width, self._budget)
 
     def fit_to(self, height_budget: int) -> None:
         """Use at most ``height_budget`` lines: cards if they fit, else one line per GPU, scrolling if needed."""
