@@ -3,7 +3,8 @@
 Each mode has a module here with its options (``add_parser``, or ``add_options`` for the top-level ones) and its
 ``main``: ``watch`` (the dashboard, ``--once``, ``--json``), ``hosts`` (``--host``, ``--hosts-file``), and one
 per subcommand. Building the parser imports none of what the modes run (Textual, torch, psutil, the advisor):
-each ``main`` imports what it needs.
+each ``main`` imports what it needs. A subcommand's module is imported only when the command line may name it
+(``parse_args``), so the dashboard starts without them.
 
 Errors in the arguments print one line on stderr and exit 2, never a traceback or a usage dump.
 """
@@ -11,28 +12,31 @@ Errors in the arguments print one line on stderr and exit 2, never a traceback o
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
 
 from gputop import __version__
-from gputop.cli import demo, doctor, estimate, export, hosts, record, replay, report, run, stream, watch
+from gputop.cli import hosts, watch
 from gputop.cli.args import Parser, UsageError, check_pid_exists
 from gputop.cli.console import error
 from gputop.remote.hostspec import HostsError
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "stream": stream.main,
-    "export": export.main,
-    "run": run.main,
-    "report": report.main,
-    "record": record.main,
-    "demo": demo.main,
-    "replay": replay.main,
-    "doctor": doctor.main,
-    "estimate": estimate.main,
-}
+COMMANDS = ("stream", "export", "run", "report", "record", "demo", "replay", "doctor", "estimate")
+"""The subcommands, each a module of this package, in the order ``--help`` lists them."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    """The module of subcommand ``name`` (``gputop.cli.NAME``), imported only when a command line needs it."""
+    if name not in COMMANDS:
+        raise KeyError(name)
+    return importlib.import_module(f"gputop.cli.{name}")
+
+
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; ``commands=False``: the top-level options alone, which the dashboard needs, without
+    importing every subcommand's module to build its parser."""
     parser = Parser(
         prog="gputop",
         description="A terminal dashboard for NVIDIA GPUs and the PyTorch jobs that use them.",
@@ -40,28 +44,45 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_options(parser)
     hosts.add_options(parser)
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in (stream, export, run, report, record, demo, replay, doctor, estimate):
-        module.add_parser(commands)
+    if not commands:
+        parser.set_defaults(command=None)
+        return parser
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        command_module(name).add_parser(subparsers)
     return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """``build_parser().parse_args(argv)``. A command line of top-level options only (the dashboard's, the most
+    common and the one whose start is timed) is read by the parser without the subcommands; anything else it
+    does not take whole (a command, an error, help) goes to the whole parser, which answers as it always did."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not any(w == "-h" or (w.startswith("--h") and "--help".startswith(w)) for w in words):
+        try:
+            args, rest = build_parser(commands=False).parse_known_args(words)
+        except UsageError:
+            pass
+        else:
+            if not rest:
+                return args
+    return build_parser().parse_args(words)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
         request = hosts.request(args)
         watch.check(args)
         if args.pid is not None:
             check_pid_exists(args.pid)
-        if args.command == "record":
-            record.check(args)
-        if args.command == "report":
-            report.check(args)
+        if args.command in ("record", "report"):
+            command_module(args.command).check(args)
     except (UsageError, HostsError) as exc:
         return error(str(exc))
     try:
         if args.command is not None:
-            return COMMANDS[args.command](args)
+            return int(command_module(args.command).main(args))
         if request is not None:
             return hosts.show(request, args.interval, args.readonly)
         return watch.main(args)

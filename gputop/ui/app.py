@@ -26,15 +26,14 @@ from gputop.ui.feed import Feed, LiveFeed
 from gputop.ui.history import History
 from gputop.ui.keys import HelpGroup, HelpRow, key_help
 from gputop.ui.screens.dashboard import DashboardScreen
-from gputop.ui.screens.detail import ProcessDetailScreen
-from gputop.ui.screens.help import HelpScreen
-from gputop.ui.screens.job import JobScreen
-from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.terminal import driver_class
 from gputop.ui.widgets.process_table import ProcessTable
 
 INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 MOVEMENT_KEYS = HelpRow("↑ ↓ PgUp PgDn Home End", "Move in the process table (a mouse click works too)")
+GPU_PANEL_KEYS = HelpRow(
+    "Tab", "To the GPU panel and back, when the GPUs do not all fit: there ↑ ↓ PgUp PgDn Home End scroll it"
+)
 
 
 def next_interval(interval_s: float, longer: bool) -> float:
@@ -74,10 +73,15 @@ class Mode(Protocol):
 def dashboard_help_groups(app_bindings: HelpGroup = ()) -> list[HelpGroup]:
     """The dashboard's keys for the help: the app's (``GputopApp.BINDINGS`` unless given), the overview's, the
     process table's, a process's detail, the job screen and the training screen."""
+    # The other screens are imported when first needed: the first frame shows the dashboard alone.
+    from gputop.ui.screens.detail import ProcessDetailScreen
+    from gputop.ui.screens.job import JobScreen
+    from gputop.ui.screens.training import TrainingScreen
+
     return [
         app_bindings or GputopApp.BINDINGS,
         DashboardScreen.BINDINGS,
-        [*ProcessTable.BINDINGS, MOVEMENT_KEYS],
+        [*ProcessTable.BINDINGS, MOVEMENT_KEYS, GPU_PANEL_KEYS],
         ProcessDetailScreen.BINDINGS,
         JobScreen.BINDINGS,
         TrainingScreen.BINDINGS,
@@ -209,6 +213,8 @@ class GputopApp(App[int]):
     def on_mount(self) -> None:
         self.push_screen(self.mode.main_screen())
         if self.job_id is not None:
+            from gputop.ui.screens.job import JobScreen
+
             self.push_screen(JobScreen(self.job_id))
         self.feed.start(self)
         self.mode.mounted()
@@ -263,6 +269,8 @@ class GputopApp(App[int]):
         return key_help(self.mode.help_groups(), self.key_allowed)
 
     def action_help(self) -> None:
+        from gputop.ui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_help()))
 

@@ -7,8 +7,8 @@ turns these rows into cells.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from gputop.model import (
     COMPUTE,
@@ -98,9 +98,12 @@ class ViewOptions:
     focus_pid: int | None = None
 
 
-@dataclass(frozen=True)
-class ProcessRow:
-    """One line of the table: a process on one GPU (flat view) or one process with all its GPUs (tree view)."""
+class ProcessRow(NamedTuple):
+    """One line of the table: a process on one GPU (flat view) or one process with all its GPUs (tree view).
+
+    A named tuple rather than a frozen dataclass: the table makes one per GPU process on every tick (2,000 on a
+    large machine), and a frozen dataclass sets each of its 17 fields through ``object.__setattr__``, three times
+    slower. Immutable all the same."""
 
     key: str
     pid: int
@@ -117,7 +120,8 @@ class ProcessRow:
     start_time: float | None = None
     """When the process started (epoch seconds): what a signal checks the PID still belongs to."""
     tree_prefix: str = ""
-    unavailable: Mapping[str, str] = field(default_factory=lambda: frozen_reasons(None))
+    unavailable: Mapping[str, str] = frozen_reasons(None)
+    """Why values are missing; the shared empty mapping (read-only) when none is."""
     mig: str | None = None
     """The MIG instance it runs on (``3g.40gb#1``), several joined by commas in the tree view; None off MIG."""
     container: str | None = None
@@ -137,13 +141,23 @@ def row_key(gpus: Iterable[int], pid: int) -> str:
     return f"{','.join(map(str, gpus))}:{pid}"
 
 
-def build_rows(snap: Snapshot, options: ViewOptions) -> list[ProcessRow]:
-    """The rows to show for ``snap``, in display order."""
+def build_rows(snap: Snapshot, options: ViewOptions, flat: list[ProcessRow] | None = None) -> list[ProcessRow]:
+    """The rows to show for ``snap``, in display order. ``flat``: ``flat_rows(snap)`` already worked out (the
+    table keeps them while only the view options change)."""
     family = focus_family(snap, options.focus_pid) if options.focus_pid is not None else None
     if options.tree:
         return _tree_rows(snap, options, family)
-    rows = [_gpu_row(snap, p) for p in snap.processes if family is None or p.pid in family]
-    return sort_rows([r for r in rows if _matches(r, options)], options)
+    rows = flat_rows(snap) if flat is None else flat
+    if family is not None:
+        rows = [r for r in rows if r.pid in family]
+    if _filtering(options):
+        rows = [r for r in rows if _matches(r, options)]
+    return sort_rows(rows, options)
+
+
+def flat_rows(snap: Snapshot) -> list[ProcessRow]:
+    """One row per process and GPU, in the snapshot's order (the flat view before filtering and sorting)."""
+    return [_gpu_row(snap, p) for p in snap.processes]
 
 
 def focus_family(snap: Snapshot, focus_pid: int) -> set[int]:
@@ -228,8 +242,10 @@ def mig_label(snap: Snapshot, p: GpuProcess) -> str | None:
 
 def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
     host = p.host or HostProcess(p.pid)
+    # Both mappings are read-only already: merged (and copied) only when both hold reasons.
+    reasons = frozen_reasons({**p.unavailable, **host.unavailable}) if host.unavailable else p.unavailable
     return ProcessRow(
-        key=row_key((p.gpu_index,), p.pid),
+        key=f"{p.gpu_index}:{p.pid}",  # row_key((p.gpu_index,), p.pid), without its join
         pid=p.pid,
         gpus=(p.gpu_index,),
         kind=p.kind,
@@ -242,7 +258,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         rss_bytes=host.rss_bytes,
         elapsed_s=_elapsed(snap, host.start_time),
         start_time=host.start_time,
-        unavailable=frozen_reasons({**p.unavailable, **host.unavailable}),
+        unavailable=reasons,
         mig=mig_label(snap, p),
         container=container_label(host),
     )
@@ -321,7 +337,7 @@ def _tree_rows(snap: Snapshot, options: ViewOptions, family: set[int] | None) ->
 
 
 def _with_prefix(row: ProcessRow, prefix: str) -> ProcessRow:
-    return replace(row, tree_prefix=prefix) if prefix else row
+    return row._replace(tree_prefix=prefix) if prefix else row
 
 
 def _shown_in_tree(

@@ -298,6 +298,46 @@ def real_work_node(t: float = T0, count: int = 8) -> Snapshot:
     )
 
 
+MANY_GPUS = 64
+SWEEP_PID = 9000
+
+
+def many_gpus_node(t: float = T0, count: int = MANY_GPUS) -> Snapshot:
+    """``training_node`` on a machine of ``count`` H100s: the torchrun job and the others on GPUs 0-7, and one
+    hyperparameter-sweep trial (``dave``) on each GPU after them."""
+    snap = training_node(t)
+    trials = tuple(
+        GpuProcess(
+            SWEEP_PID + i,
+            i,
+            COMPUTE,
+            int((20 + i % 7) * GIB),
+            round(_busy(t, i) * 0.6),
+            20.0,
+            host=HostProcess(
+                SWEEP_PID + i,
+                visible=True,
+                user="dave",
+                name="python",
+                command=f"python sweep.py --trial {i} --lr 3e-4",
+                cpu_percent=97.0,
+                rss_bytes=8 * GIB,
+                start_time=T0 - 1800,
+                status="running",
+            ),
+        )
+        for i in range(8, count)
+    )
+    processes = snap.processes + trials
+    return replace(
+        snap,
+        # GPUs 8 on read like GPUs 0-7 do (``gpu`` grows memory, heat and power with the index).
+        gpus=tuple(replace(gpu(i % 8, t), index=i, uuid=f"GPU-6a1b2c3d-0000-4000-8000-{i:012d}") for i in range(count)),
+        processes=processes,
+        host_processes=host_processes(processes, _cpu_job(t)),
+    )
+
+
 def _cpu_job(t: float) -> tuple[HostProcess, ...]:
     """A CPU-only preprocessing job with two children, for the GPU-less --pid view."""
     return (

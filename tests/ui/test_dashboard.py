@@ -13,6 +13,7 @@ from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.widgets.banner import Banner
 from gputop.ui.widgets.gpu_card import GpuCard
+from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
 from tests.ui import scenes
@@ -242,6 +243,43 @@ async def test_80x24_switches_to_one_line_per_gpu(make_app: MakeApp) -> None:
         await pilot.resize_terminal(160, 48)
         await pilot.pause()
         assert not any(card.compact for card in app.screen.query(GpuCard))
+
+
+async def test_64_gpus_at_160x48_all_on_screen_two_to_a_line(make_app: MakeApp) -> None:
+    app = make_app([scenes.many_gpus_node()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one(GpuPanel)
+        cards = list(app.screen.query(GpuCard))
+        assert len(cards) == scenes.MANY_GPUS
+        assert all(card.compact for card in cards)
+        # Every GPU's line is inside the panel's visible area: nothing scrolled away or cut off below.
+        assert all(panel.content_region.contains_region(card.region) for card in cards)
+        assert cards[1].region.y == cards[0].region.y and cards[1].region.x > cards[0].region.x
+        assert scenes.SWEEP_PID + 63 in {row.pid for row in table(app)._rows}
+        assert table(app).size.height >= 8
+        screen_text = "\n".join(app.screen._compositor.render_strips()[y].text for y in range(48))
+        for index in range(scenes.MANY_GPUS):
+            assert f"{index:>2} H100 80GB HBM3" in screen_text
+
+
+async def test_gpus_that_do_not_fit_scroll_with_keys(make_app: MakeApp) -> None:
+    app = make_app([scenes.many_gpus_node()])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one(GpuPanel)
+        last = app.screen.query_one(f"#gpu-{scenes.MANY_GPUS - 1}", GpuCard)
+        assert not panel.content_region.contains_region(last.region)
+        await pilot.press("tab")
+        assert app.focused is panel
+        await pilot.press("end")
+        await pilot.pause()
+        assert panel.content_region.contains_region(last.region)
+        await pilot.press("home")
+        await pilot.pause()
+        assert panel.scroll_y == 0
+        await pilot.press("tab")
+        assert isinstance(app.focused, ProcessTable)
 
 
 async def test_ctrl_c_quits_too(make_app: MakeApp) -> None:

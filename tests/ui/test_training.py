@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.model import Snapshot
@@ -74,6 +74,22 @@ async def test_the_panel_follows_the_cursor_onto_training_processes_only(make_ap
         assert worker is not None and worker.is_worker
         owner = next(v.pid for v in app.snapshot.training if any(w.pid == worker.pid for w in v.workers))
         assert panel.shown.view.pid == owner
+
+
+async def test_the_footer_is_not_rebuilt_while_the_panel_follows_the_cursor(make_app: MakeApp) -> None:
+    app = make_app([two_jobs()])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        footer = app.screen.query_one(Footer)
+        keys = list(footer.children)
+        assert any("Training" in str(key.render()) for key in keys)
+        panel = app.screen.query_one(TrainingPanel)
+        first = panel.shown.view.pid if panel.shown else None
+        await pilot.press("down")
+        await pilot.pause()
+        assert panel.shown is not None and panel.shown.view.pid != first
+        # The same keys as before (l among them): the footer's widgets are the ones it had, not made again.
+        assert list(footer.children) == keys and all(key.is_attached for key in keys)
 
 
 async def test_without_training_processes_there_is_no_panel_no_advice_and_no_l(make_app: MakeApp) -> None:

@@ -11,30 +11,27 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
-from gputop.jobs import find_jobs
 from gputop.model import Snapshot
-from gputop.ui.job_target import job_target
 from gputop.ui.process_rows import (
     COLUMNS,
+    ProcessRow,
     ViewOptions,
     any_container,
     any_mig,
     build_rows,
     column_for,
+    flat_rows,
     focus_gpus,
 )
-from gputop.ui.screens.detail import ProcessDetailScreen
-from gputop.ui.screens.job import JobScreen
-from gputop.ui.screens.training import TrainingScreen
-from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.training import gpu_totals
 from gputop.ui.training_target import training_target
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
+from gputop.ui.widgets.key_footer import KeyFooter
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
@@ -101,6 +98,8 @@ class DashboardScreen(Screen[None]):
     """The training process the training panel shows (``training_target``), None while there is none."""
     reserved_lines = 0
     """Lines taken by what a subclass docks above the footer (the replay's timeline bar)."""
+    _flat: tuple[Snapshot | None, list[ProcessRow]] = (None, [])
+    """The snapshot's flat rows before filtering and sorting (``flat_rows``)."""
 
     @property
     def gputop(self) -> GputopApp:
@@ -115,7 +114,7 @@ class DashboardScreen(Screen[None]):
         yield AdvicePanel()
         yield Static(id="process-note", markup=False)
         yield ProcessTable()
-        yield Footer()
+        yield KeyFooter()
         # After the footer: both are docked at the bottom, and the later one is drawn over the other.
         yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
 
@@ -148,6 +147,8 @@ class DashboardScreen(Screen[None]):
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
             panel.display = bool(gpus)
+        if panel.cards_change(gpus):
+            self._fit()  # the budget first: new cards are made in the layout they are shown in
         panel.show(gpus, app.history, snap.time, snap.processes)
         self.query_one(HostPanel).show(snap.host)
         self._show_processes()
@@ -175,8 +176,10 @@ class DashboardScreen(Screen[None]):
         self._show_training()
         self._fit()
 
-    def watch_training_pid(self) -> None:
-        self.refresh_bindings()
+    def watch_training_pid(self, old: int | None, new: int | None) -> None:
+        # Only when ``l`` comes or goes: the footer rebuilds its keys on every refresh of the bindings.
+        if (old is None) != (new is None):
+            self.refresh_bindings()
 
     def watch_options(self) -> None:
         self._show_processes()
@@ -187,7 +190,13 @@ class DashboardScreen(Screen[None]):
         snap = self.gputop.snapshot
         if snap is None:
             return
-        rows = build_rows(snap, self.options)
+        flat = None
+        if not self.options.tree:
+            if self._flat[0] is not snap:
+                # Kept for the keys: a sort or a filter reorders these rows instead of making them again.
+                self._flat = (snap, flat_rows(snap))
+            flat = self._flat[1]
+        rows = build_rows(snap, self.options, flat)
         table = self.query_one(ProcessTable)
         table.show(rows, any_mig(snap), any_container(snap))
         column = column_for(self.options.sort_key)
@@ -228,6 +237,8 @@ class DashboardScreen(Screen[None]):
 
     @on(ProcessTable.RowSelected)
     def _open_detail(self, event: ProcessTable.RowSelected) -> None:
+        from gputop.ui.screens.detail import ProcessDetailScreen
+
         self.app.push_screen(ProcessDetailScreen(event.row.pid))
 
     @on(ProcessTable.Highlighted)
@@ -236,10 +247,17 @@ class DashboardScreen(Screen[None]):
         self._fit()
 
     def action_training(self) -> None:
+        from gputop.ui.screens.training import TrainingScreen
+
         if self.training_pid is not None:
             self.app.push_screen(TrainingScreen(self.training_pid))
 
     def action_job(self) -> None:
+        # The job view, the job search and the signal dialog are imported when first used, not for the first frame.
+        from gputop.jobs import find_jobs
+        from gputop.ui.job_target import job_target
+        from gputop.ui.screens.job import JobScreen
+
         snap = self.gputop.snapshot
         selected = self.query_one(ProcessTable).selected
         pid = None if selected is None else selected.pid
@@ -293,6 +311,8 @@ class DashboardScreen(Screen[None]):
         self.query_one(ProcessTable).focus()
 
     def action_signal(self) -> None:
+        from gputop.ui.signals import confirm_and_signal
+
         row = self.query_one(ProcessTable).selected
         if row is not None and not self.gputop.readonly:
             confirm_and_signal(self.app, row.pid, row.start_time, row.user, row.command or row.name)

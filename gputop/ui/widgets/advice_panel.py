@@ -82,7 +82,7 @@ class AdvicePanel(TextLines, Widget):
         return (2 if self.shown.full else 1) + len(self._lines(max(0, outer_width - SIDES)))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.drawn_lines())
+        return self.line_count_at(width)
 
     def text_key(self) -> object:
         return self.shown

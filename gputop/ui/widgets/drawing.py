@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Size
 from textual.strip import Strip
 
 if TYPE_CHECKING:
@@ -30,6 +31,17 @@ class CachedComponentStyles(_Base):
     _style_lookups: dict[tuple[str, bool], Style] | None = None
     style_generation = 0
     """Counts style changes, for caches of drawn lines to key on."""
+
+    @property
+    def inner_size(self) -> Size:
+        """``content_size`` as the last layout left it, read without asking the compositor where the widget is.
+
+        ``size`` and ``content_size`` look the widget up in the compositor's map; right after a layout (a filter
+        typed, a panel shown) the first look-up arranges every widget of the screen again, which with 64 GPU
+        cards costs as much as the layout itself."""
+        outer = self.outer_size
+        gutter = self.styles.gutter
+        return Size(max(0, outer.width - gutter.width), max(0, outer.height - gutter.height))
 
     def base_style(self) -> Style:
         """The widget's own ``rich_style`` (its colours and background), cached the same way."""
@@ -89,7 +101,7 @@ class TextLines(CachedComponentStyles):
         raise NotImplementedError
 
     def drawn_lines(self) -> list[Strip]:
-        width = self.content_size.width
+        width = self.inner_size.width
         key = (self.text_key(), width, self.style_generation)
         if self._drawn[0] != key:
             base = self.base_style()
@@ -97,6 +109,13 @@ class TextLines(CachedComponentStyles):
             self._drawn = (key, [text_strip(line, width, base, self.app.console) for line in lines])
         return self._drawn[1]
 
+    def line_count_at(self, width: int) -> int:
+        """How many lines the text takes at content ``width``. The layout asks before the widget has that width
+        (a panel shown for the first time is still 0 wide): counted at the width asked, not the current one."""
+        if width == self.inner_size.width:
+            return len(self.drawn_lines())
+        return len(self.text_lines(width)) if width > 0 else 0
+
     def render_line(self, y: int) -> Strip:
         lines = self.drawn_lines()
-        return lines[y] if y < len(lines) else Strip.blank(self.content_size.width, self.base_style())
+        return lines[y] if y < len(lines) else Strip.blank(self.inner_size.width, self.base_style())

@@ -87,13 +87,14 @@ class GpuCard(CachedComponentStyles, Widget):
     view: var[CardView | None] = var(None)
     """What the card draws; ``watch_view`` repaints just the lines that differ."""
 
-    def __init__(self, index: int) -> None:
-        super().__init__(id=f"gpu-{index}")
+    def __init__(self, index: int, compact: bool = False) -> None:
+        # Made in the layout it is shown in: switching a mounted card restyles it (64 cards: a slow first frame).
+        super().__init__(id=f"gpu-{index}", classes="-compact" if compact else None)
         self.index = index
         self._reading: tuple[Gpu, GpuHistory | None, float] | None = None
         self._mig_processes: tuple[int, ...] = ()
         self._strip_cache: tuple[object, list[Strip]] = (None, [])
-        self.compact = False
+        self.compact = compact
 
     def show(self, gpu: Gpu, history: GpuHistory | None, now: float, mig_processes: tuple[int, ...] = ()) -> None:
         """Take a new reading (and, on a MIG GPU, how many processes run on each instance)."""
@@ -119,7 +120,7 @@ class GpuCard(CachedComponentStyles, Widget):
         if self._reading is None:
             return
         gpu, history, now = self._reading
-        width = self.content_size.width
+        width = self.inner_size.width
         sparks = Sparks()
         if history is not None:
             if self.compact:
@@ -157,7 +158,7 @@ class GpuCard(CachedComponentStyles, Widget):
         # Only the lines that changed: the borders and a steady line cost nothing on a tick.
         for y, (was, now) in enumerate(zip(before, after)):
             if was != now:
-                self.refresh(Region(0, y, self.content_size.width, 1))
+                self.refresh(Region(0, y, self.inner_size.width, 1))
 
     def _palette(self) -> Palette:
         style = self.component_style
@@ -176,7 +177,7 @@ class GpuCard(CachedComponentStyles, Widget):
 
     def render_line(self, y: int) -> Strip:
         strips = self._strips()
-        return strips[y] if y < len(strips) else Strip.blank(self.content_size.width, self.base_style())
+        return strips[y] if y < len(strips) else Strip.blank(self.inner_size.width, self.base_style())
 
     def _strips(self) -> list[Strip]:
         key = (self.view, self.style_generation)

@@ -69,7 +69,7 @@ class HostPanel(TextLines, Widget):
 
     def _update_view(self) -> None:
         if self._host is not None and self.is_mounted:
-            width = self.content_size.width
+            width = self.inner_size.width
             # Decided by the core count, not by the readings, which the first tick does not have yet.
             per_core = self.per_core and self._host.cpu_count <= width - 10
             self.view = HostView(self._host, width, per_core)

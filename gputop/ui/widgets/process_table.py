@@ -99,7 +99,9 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         super().__init__(id=id)
         self._columns: tuple[Column, ...] = ()
         self._rows: list[ProcessRow] = []
-        self._cells: list[tuple[Cell, ...]] = []
+        self._cells: list[tuple[Cell, ...] | None] = []
+        """Each row's cells, worked out when the row is first drawn or compared (None until then): with 2,000
+        rows only the few on screen are ever turned into text."""
         self._cursor = 0
         self._width_cache: tuple[object, list[int]] = (None, [])
         self._mig = False
@@ -116,7 +118,18 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
 
     def cells_at(self, index: int) -> list[str]:
         """The plain text of each cell of row ``index``, as drawn (tests read the table through it)."""
-        return ["".join(text for text, _ in cell) for cell in self._cells[index]]
+        return ["".join(text for text, _ in cell) for cell in self._cells_of(index)]
+
+    def _cells_of(self, index: int) -> tuple[Cell, ...]:
+        cells = self._cells[index]
+        if cells is None:
+            cells = self._cells[index] = row_cells(self._rows[index], self._columns)
+        return cells
+
+    def _visible_rows(self) -> range:
+        """The indexes of the rows on screen (the header takes the first line)."""
+        top = round(self.scroll_y)
+        return range(top, top + max(0, self.inner_size.height - 1))
 
     def show(self, rows: list[ProcessRow], mig: bool = False, containers: bool = False) -> None:
         """Show ``rows`` in this order; only lines whose content changed are repainted. ``mig`` adds the MIG
@@ -127,28 +140,36 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self._ensure_columns()
         old_rows, old_cells = self._rows, self._cells
         self._rows = rows
-        self._cells = [row_cells(row, self._columns) for row in rows]
+        self._cells = [None] * len(rows)
         if selected is not None:
-            keys = [row.key for row in rows]
-            self._cursor = keys.index(selected.key) if selected.key in keys else self._cursor
+            at = self._cursor
+            if not (at < len(rows) and rows[at].key == selected.key):
+                at = next((i for i, row in enumerate(rows) if row.key == selected.key), at)
+            self._cursor = at
         self._cursor = max(0, min(self._cursor, len(rows) - 1))
         if len(rows) != len(old_rows):
-            self.virtual_size = Size(self.size.width, len(rows) + 1)
-        for index in range(max(len(rows), len(old_rows))):
-            if index >= len(rows) or index >= len(old_rows) or rows[index].key != old_rows[index].key:
+            self.virtual_size = Size(self.inner_size.width, len(rows) + 1)
+        # Rows off screen are neither compared nor drawn: their cells wait until they scroll into view.
+        for index in self._visible_rows():
+            if index >= len(rows) and index >= len(old_rows):
+                break
+            was = old_cells[index] if index < len(old_rows) else None
+            if was is None or index >= len(rows) or rows[index].key != old_rows[index].key:
                 self._refresh_row(index)
-            elif self._cells[index] != old_cells[index]:
-                self._refresh_cells(index, old_cells[index], self._cells[index])
+            else:
+                now = self._cells_of(index)
+                if now != was:
+                    self._refresh_cells(index, was, now)
 
     def _refresh_row(self, index: int) -> None:
         y = index + 1 - round(self.scroll_y)
-        if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
+        if 1 <= y < self.inner_size.height:
+            self.refresh(Region(0, y, self.inner_size.width, 1))
 
     def _refresh_cells(self, index: int, before: tuple[Cell, ...], after: tuple[Cell, ...]) -> None:
         """Repaint just the cells that changed: over ssh a tick then costs a few bytes per changed number."""
         y = index + 1 - round(self.scroll_y)
-        if not 1 <= y < self.size.height:
+        if not 1 <= y < self.inner_size.height:
             return
         x = 0
         for was, now, cell_width in zip(before, after, self._widths()):
@@ -158,16 +179,16 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             x += span
 
     def watch_sort(self) -> None:
-        self.refresh(Region(0, 0, self.size.width, 1))
+        self.refresh(Region(0, 0, self.inner_size.width, 1))
 
     def on_resize(self) -> None:
         self._ensure_columns()
-        self.virtual_size = Size(self.size.width, len(self._rows) + 1)
+        self.virtual_size = Size(self.inner_size.width, len(self._rows) + 1)
         self.refresh()
 
     def _ensure_columns(self) -> None:
         """The narrow column set below ``WIDE_TABLE_MIN`` cells, so the command keeps some room at 80 columns."""
-        wide = self.size.width >= WIDE_TABLE_MIN
+        wide = self.inner_size.width >= WIDE_TABLE_MIN
         columns = tuple(c for c in COLUMNS if wide or not c.wide_only)
         if self._mig:
             columns = (columns[0], MIG_COLUMN, *columns[1:])
@@ -175,22 +196,22 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             columns = (*columns[:-1], CONTAINER_COLUMN, columns[-1])
         if columns != self._columns:
             self._columns = columns
-            self._cells = [row_cells(row, columns) for row in self._rows]
+            self._cells = [None] * len(self._rows)
             self.refresh()
 
     def _widths(self) -> list[int]:
         """Each column's width; the command column takes what the others leave."""
-        key = (self.size.width, self._columns)
+        key = (self.inner_size.width, self._columns)
         if self._width_cache[0] != key:
             fixed = sum(c.width + 2 * CELL_PADDING for c in self._columns if c.width)
-            command = max(10, self.size.width - fixed - 2 * CELL_PADDING - SCROLLBAR_CELLS)
+            command = max(10, self.inner_size.width - fixed - 2 * CELL_PADDING - SCROLLBAR_CELLS)
             self._width_cache = (key, [c.width or command for c in self._columns])
         return self._width_cache[1]
 
     # -- drawing ---------------------------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.inner_size.width
         base = self.base_style()
         if y == 0:
             return self._header(base, width)
@@ -199,7 +220,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             return Strip.blank(width, base)
         style = base + self._style("cursor") if index == self._cursor else base
         segments = []
-        for column, cell, cell_width in zip(self._columns, self._cells[index], self._widths()):
+        for column, cell, cell_width in zip(self._columns, self._cells_of(index), self._widths()):
             segments.append(Segment(" " * CELL_PADDING, style))
             for text, role in fit_parts(cell, cell_width, column.right):
                 segments.append(Segment(text, style + self._style(role) if role else style))
@@ -232,7 +253,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             self._cursor = index
             self._refresh_row(index)
             self.post_message(self.Highlighted(self._rows[index]))
-        visible = max(1, self.size.height - 1)
+        visible = max(1, self.inner_size.height - 1)
         top = round(self.scroll_y)
         if index < top:
             self.scroll_to(y=index, animate=False, immediate=True)
@@ -243,7 +264,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self._move_to(self._cursor + rows)
 
     def action_page(self, pages: int) -> None:
-        self._move_to(self._cursor + pages * max(1, self.size.height - 2))
+        self._move_to(self._cursor + pages * max(1, self.inner_size.height - 2))
 
     def action_select(self) -> None:
         if self.selected is not None:

@@ -160,7 +160,7 @@ class TimelineBar(TextLines, Widget):
         offset = event.get_content_offset(self)
         if offset is None or offset.y != 1 or not self._times:
             return
-        width = self.content_size.width
+        width = self.inner_size.width
         start, span = self._times[0], self._times[-1] - self._times[0]
         at = column_time(offset.x + 0.5, start, span, width)
         self.post_message(self.Seek(min(self._times[-1], max(start, at))))

@@ -97,7 +97,7 @@ class TrainingPanel(TextLines, Widget):
         return 2 + len(self._lines(shown, max(0, outer_width - SIDES)))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self.drawn_lines())
+        return self.line_count_at(width)
 
     def text_key(self) -> object:
         return self.shown
