@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from gputop.jobs import find_jobs
 from gputop.model import Snapshot
@@ -33,6 +33,7 @@ from gputop.ui.text.training import gpu_totals
 from gputop.ui.training_target import training_target
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.banner import Banner, screen_messages
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
 from gputop.ui.widgets.process_table import ProcessTable
