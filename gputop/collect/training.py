@@ -245,10 +245,9 @@ class TrainingCollector:
         root_list = [r for r in dict.fromkeys(roots) if r in tree.alive and not tree.is_worker(r)]
         training = tree.training_processes(root_list, reporting)
         ranks: dict[int, list[int]] = {}
-        for pid in sorted(training):
-            parent = tree.training_parent(pid, training)
-            if parent is not None:
-                ranks.setdefault(parent, []).append(pid)
+        parents = tree.training_parents(training)
+        for pid in sorted(parents):
+            ranks.setdefault(parents[pid], []).append(pid)
         return _Tick(tree, training, ranks, reporting, unsafe, focus_pid, gpus, processes, slow, now)
 
     def _forget(self, tick: _Tick, views: tuple[TrainingView, ...]) -> None:
