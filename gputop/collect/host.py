@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
-from gputop.collect.procstat import CLOCK_TICKS, ProcStat, read_stat
+from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes, read_stat
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -155,11 +155,15 @@ class HostCollector:
     def _describe(self, pid: int) -> HostProcess:
         tracked = self._procs.get(pid)
         try:
-            stat = read_stat(pid)
+            raw = read_proc_bytes(f"/proc/{pid}/stat")
         except (FileNotFoundError, ProcessLookupError):
             return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
         except OSError:
             return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
+        # A process that did nothing since the last tick (most of them) has the very same line: not parsed again.
+        stat = tracked.stat if tracked is not None and tracked.stat is not None and raw == tracked.raw else None
+        if stat is None:
+            stat = parse_stat(raw.decode(errors="replace"))
         now = time.monotonic()
         cpu_percent: float | None = None
         if tracked is None or tracked.start_ticks != stat.start_ticks:
@@ -182,11 +186,12 @@ class HostCollector:
             refreshed = True
         last = tracked.last
         if not refreshed and last is not None and stat == tracked.stat and cpu_percent == last.cpu_percent:
+            tracked.raw = raw
             return last  # nothing it is made of changed (a sleeping process): the same record, not a new one
         reasons = {**tracked.static_reasons, **tracked.container_reasons}
         if cpu_percent is None:
             reasons["cpu_percent"] = MEASURING
-        tracked.stat = stat
+        tracked.stat, tracked.raw = stat, raw
         tracked.last = HostProcess(
             pid,
             ppid=stat.ppid,
@@ -223,6 +228,8 @@ class _Tracked:
     container_reasons: dict[str, str] = field(default_factory=dict)
     container_due: float = 0.0
     stat: ProcStat | None = None
+    raw: bytes = b""
+    """The text ``stat`` was parsed from: the same bytes at the next tick are not parsed again."""
     last: HostProcess | None = None
     """The record made from ``stat`` at the last tick: given again while nothing it is made of changes."""
 
