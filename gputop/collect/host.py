@@ -55,6 +55,39 @@ def usable_cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+MEMINFO_FIELDS = (b"MemTotal:", b"MemAvailable:", b"SwapTotal:", b"SwapFree:")
+
+
+def parse_meminfo(data: bytes) -> tuple[int, int, int, int] | None:
+    """Memory total and available, swap total and used, in bytes, from /proc/meminfo's text; None when a field is
+    missing (MemAvailable came with Linux 3.14) or unreadable."""
+    found: dict[bytes, int] = {}
+    for line in data.splitlines():
+        name, _, rest = line.partition(b" ")
+        if name in MEMINFO_FIELDS:
+            try:
+                found[name] = int(rest.split()[0]) * 1024
+            except (IndexError, ValueError):
+                return None
+    if len(found) != len(MEMINFO_FIELDS):
+        return None
+    total, available, swap_total, swap_free = (found[name] for name in MEMINFO_FIELDS)
+    return total, available, swap_total, swap_total - swap_free
+
+
+def memory_and_swap() -> tuple[int, int, int, int]:
+    """As psutil's ``virtual_memory()`` (total, available) and ``swap_memory()`` (total, used) give them, from one
+    read of /proc/meminfo instead of their three files (meminfo twice and vmstat) each tick."""
+    try:
+        values = parse_meminfo(read_proc_bytes("/proc/meminfo"))
+    except OSError:
+        values = None
+    if values is not None:
+        return values
+    memory, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return memory.total, memory.available, swap.total, swap.used
+
+
 # The inode of the kernel's initial PID namespace (PROC_PID_INIT_INO in the kernel's proc_ns.h).
 _INITIAL_PID_NAMESPACE_INODE = 0xEFFFFFFC
 
@@ -89,8 +122,7 @@ class HostCollector:
         total = psutil.cpu_percent(None)
         per_core = tuple(psutil.cpu_percent(None, percpu=True))
         primed, self._cpu_primed = self._cpu_primed, True
-        memory = psutil.virtual_memory()
-        swap = psutil.swap_memory()
+        memory_total, memory_available, swap_total, swap_used = memory_and_swap()
         try:
             load: tuple[float, float, float] | None = os.getloadavg()
         except OSError:
@@ -102,11 +134,11 @@ class HostCollector:
             cpu_count=self._cpu_count,
             usable_cpu_count=usable_cpu_count(),
             load_average=load,
-            memory_total_bytes=memory.total,
-            memory_used_bytes=memory.total - memory.available,
-            memory_available_bytes=memory.available,
-            swap_total_bytes=swap.total,
-            swap_used_bytes=swap.used,
+            memory_total_bytes=memory_total,
+            memory_used_bytes=memory_total - memory_available,
+            memory_available_bytes=memory_available,
+            swap_total_bytes=swap_total,
+            swap_used_bytes=swap_used,
         )
 
     def prime(self, pids: Iterable[int]) -> None:
