@@ -138,6 +138,8 @@ class _Tick:
     processes: Sequence[GpuProcess]
     slow: bool
     now: float
+    watched: dict[int, bool] = field(default_factory=dict)
+    """``TrainingCollector._watched`` of each process asked about this tick."""
 
 
 class TrainingCollector:
@@ -309,13 +311,17 @@ class TrainingCollector:
 
     @staticmethod
     def _watched(pid: int, tick: _Tick) -> bool:
+        known = tick.watched.get(pid)
+        if known is not None:
+            return known
         host = tick.tree.alive[pid]
-        return (
+        watched = tick.watched[pid] = (
             pid == tick.focus_pid
             or pid in tick.reporting
             or host.name == MAIN_THREAD_NAME
             or bool(tick.tree.workers_of(pid))
         )
+        return watched
 
     def _probe(self, pid: int, job: _Job, tick: _Tick) -> ProbeReport:
         if tick.unsafe:
