@@ -192,11 +192,24 @@ class HostCollector:
             return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
         except OSError:
             return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
-        # A process that did nothing since the last tick (most of them) has the very same line: not parsed again.
-        stat = tracked.stat if tracked is not None and tracked.stat is not None and raw == tracked.raw else None
+        now = time.monotonic()
+        # A process that did nothing since the last tick (most of them) has the very same line: not parsed again,
+        # and while its record says 0 % and nothing is due for a refresh, that record is this tick's too.
+        same = tracked is not None and tracked.stat is not None and raw == tracked.raw
+        if same and tracked is not None:
+            last = tracked.last
+            if (
+                last is not None
+                and last.cpu_percent == 0.0
+                and now > tracked.at
+                and now < tracked.static_due
+                and now < tracked.container_due
+            ):
+                tracked.at = now
+                return last
+        stat = tracked.stat if same and tracked is not None and tracked.stat is not None else None
         if stat is None:
             stat = parse_stat(raw.decode(errors="replace"))
-        now = time.monotonic()
         cpu_percent: float | None = None
         if tracked is None or tracked.start_ticks != stat.start_ticks:
             # New, or the PID now names another process: its CPU window starts here.
