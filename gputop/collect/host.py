@@ -55,6 +55,39 @@ def usable_cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+CPU_TIME_FIELDS = 10
+"""/proc/stat's times per CPU line: user nice system idle iowait irq softirq steal guest guest_nice."""
+
+
+def parse_cpu_times(data: bytes) -> list[tuple[int, ...]]:
+    """The times of /proc/stat's ``cpu`` line and of each ``cpuN`` line after it, in clock ticks."""
+    return [
+        tuple(int(value) for value in line.split()[1 : CPU_TIME_FIELDS + 1])
+        for line in data.splitlines()
+        if line.startswith(b"cpu")
+    ]
+
+
+def read_cpu_times() -> list[tuple[int, ...]]:
+    """``parse_cpu_times`` of this machine; empty where /proc/stat cannot be read or parsed."""
+    try:
+        return parse_cpu_times(read_proc_bytes("/proc/stat"))
+    except (OSError, ValueError):
+        return []
+
+
+def busy_percent(before: tuple[int, ...], after: tuple[int, ...]) -> float:
+    """The busy share of one CPU line between two readings, as psutil's ``cpu_percent`` computes it: each time's
+    growth (never below zero), guest times left out of the total (``user`` and ``nice`` hold them already), busy
+    being all but idle and iowait."""
+    deltas = [max(0, b - a) for a, b in zip(before, after)]
+    total = sum(deltas) - sum(deltas[8:10])
+    if total <= 0:
+        return 0.0
+    busy = total - deltas[3] - (deltas[4] if len(deltas) > 4 else 0)
+    return round(busy / total * 100, 1)
+
+
 MEMINFO_FIELDS = (b"MemTotal:", b"MemAvailable:", b"SwapTotal:", b"SwapFree:")
 
 
@@ -113,14 +146,24 @@ class HostCollector:
         self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
-        # The first cpu_percent call only starts psutil's measurement window.
-        psutil.cpu_percent(None)
-        psutil.cpu_percent(None, percpu=True)
+        # The first reading only starts the measurement window.
+        self._cpu_times = read_cpu_times()
+        if not self._cpu_times:
+            psutil.cpu_percent(None)
+            psutil.cpu_percent(None, percpu=True)
         self._cpu_primed = False
 
+    def _cpu_percents(self) -> tuple[float, tuple[float, ...]]:
+        """The machine's busy share and each core's since the last call, from one read of /proc/stat (psutil
+        reads it once for the total and again for the cores); psutil's where /proc/stat cannot be read."""
+        before, now = self._cpu_times, read_cpu_times()
+        if not before or not now:
+            return psutil.cpu_percent(None), tuple(psutil.cpu_percent(None, percpu=True))
+        self._cpu_times = now
+        return busy_percent(before[0], now[0]), tuple(busy_percent(a, b) for a, b in zip(before[1:], now[1:]))
+
     def host_info(self) -> HostInfo:
-        total = psutil.cpu_percent(None)
-        per_core = tuple(psutil.cpu_percent(None, percpu=True))
+        total, per_core = self._cpu_percents()
         primed, self._cpu_primed = self._cpu_primed, True
         memory_total, memory_available, swap_total, swap_used = memory_and_swap()
         try:
