@@ -30,12 +30,15 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def time_snapshots(maker: SnapshotMaker, rounds: int, force_slow: bool) -> list[float]:
+def time_snapshots(maker: SnapshotMaker, rounds: int, force_slow: bool, cpu: list[float] | None = None) -> list[float]:
+    """Wall milliseconds of each snapshot; with ``cpu``, also this process's CPU milliseconds of each."""
     took = []
     for _ in range(rounds):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         maker.snapshot(force_slow=force_slow)
         took.append((time.perf_counter() - started) * 1000)
+        if cpu is not None:
+            cpu.append((time.process_time() - started_cpu) * 1000)
     return took
 
 
@@ -65,8 +68,10 @@ def main() -> int:
             snap = maker.snapshot(force_slow=True)
             assert len(snap.gpus) == 8 and len(snap.processes) == 64, (len(snap.gpus), len(snap.processes))
             time_snapshots(maker, 20, force_slow=False)
-            tick = time_snapshots(maker, args.rounds, force_slow=False)
-            slow = time_snapshots(maker, max(20, args.rounds // 5), force_slow=True)
+            tick_cpu: list[float] = []
+            slow_cpu: list[float] = []
+            tick = time_snapshots(maker, args.rounds, force_slow=False, cpu=tick_cpu)
+            slow = time_snapshots(maker, max(20, args.rounds // 5), force_slow=True, cpu=slow_cpu)
             maker.close()
 
             env = {**os.environ, "LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state_path)}
@@ -81,17 +86,22 @@ def main() -> int:
             p.kill()
             p.wait()
 
-    print("| measure (8 GPUs, 64 GPU processes) | median | p95 |")
-    print("|---|---|---|")
+    print("| measure (8 GPUs, 64 GPU processes) | median | p95 | CPU, median |")
+    print("|---|---|---|---|")
     rows = (
-        (f"snapshot, every tick ({len(tick)} runs)", tick, "ms"),
-        (f"snapshot with process lists, PCIe, ECC ({len(slow)} runs)", slow, "ms"),
-        (f"`gputop --once --json` wall time ({len(once)} runs)", once, "s"),
+        (f"snapshot, every tick ({len(tick)} runs)", tick, "ms", f"{statistics.median(tick_cpu):.2f} ms"),
+        (
+            f"snapshot with process lists, PCIe, ECC ({len(slow)} runs)",
+            slow,
+            "ms",
+            f"{statistics.median(slow_cpu):.2f} ms",
+        ),
+        (f"`gputop --once --json` wall time ({len(once)} runs)", once, "s", ""),
     )
-    for label, values, unit in rows:
+    for label, values, unit, cpu in rows:
         digits = 3 if unit == "s" else 2
         median, p95 = statistics.median(values), percentile(values, 0.95)
-        print(f"| {label} | {median:.{digits}f} {unit} | {p95:.{digits}f} {unit} |")
+        print(f"| {label} | {median:.{digits}f} {unit} | {p95:.{digits}f} {unit} | {cpu} |")
     return 0
 
 

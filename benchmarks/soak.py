@@ -8,7 +8,7 @@ the last tenth after warm-up (drift). Warm-up lasts ``--warmup-s``, by default j
 dashboard keeps for every process it saw (``gputop.ui.history.HISTORY_S``): until then the history of processes
 that came and went grows by design.
 
-usage: python benchmarks/soak.py [--ticks 10000] [--processes 64] [--out FILE]
+usage: python benchmarks/soak.py [--ticks 10000] [--processes 64] [--warmup-s S] [--code CHECKOUT] [--out FILE]
 Targets (docs/benchmarks.md): RSS growth after warm-up <= 2 MiB; no CPU drift.
 """
 
@@ -50,6 +50,9 @@ def main() -> int:
     parser.add_argument("--churn-s", type=float, default=5.0, help="seconds between process turnovers")
     parser.add_argument("--warmup-s", type=float, default=HISTORY_S + 30, help="seconds before the measures start")
     parser.add_argument("--out", type=Path, help="also write the result here")
+    parser.add_argument(
+        "--code", type=Path, help="run gputop from this checkout instead (the code before a change, side by side)"
+    )
     args = parser.parse_args()
     duration_s = args.ticks * INTERVAL_S
     readings: list[tuple[float, float, int]] = []  # (seconds since start, CPU s, RSS bytes)
@@ -61,6 +64,8 @@ def main() -> int:
             group.spawn(args.processes)
             write_machine(state, group.pids, lost=False)
             env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
+            if args.code is not None:
+                env["PYTHONPATH"] = str(args.code.resolve())
             command = [str(Path(sys.executable).with_name("gputop")), "-d", f"{INTERVAL_S:g}"]
             running = launch("gputop", command, env, tmp)
             try:

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
-from gputop.collect.procstat import CLOCK_TICKS, ProcStat, read_stat
+from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes, read_stat
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -55,6 +55,72 @@ def usable_cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+CPU_TIME_FIELDS = 10
+"""/proc/stat's times per CPU line: user nice system idle iowait irq softirq steal guest guest_nice."""
+
+
+def parse_cpu_times(data: bytes) -> list[tuple[int, ...]]:
+    """The times of /proc/stat's ``cpu`` line and of each ``cpuN`` line after it, in clock ticks."""
+    return [
+        tuple(int(value) for value in line.split()[1 : CPU_TIME_FIELDS + 1])
+        for line in data.splitlines()
+        if line.startswith(b"cpu")
+    ]
+
+
+def read_cpu_times() -> list[tuple[int, ...]]:
+    """``parse_cpu_times`` of this machine; empty where /proc/stat cannot be read or parsed."""
+    try:
+        return parse_cpu_times(read_proc_bytes("/proc/stat"))
+    except (OSError, ValueError):
+        return []
+
+
+def busy_percent(before: tuple[int, ...], after: tuple[int, ...]) -> float:
+    """The busy share of one CPU line between two readings, as psutil's ``cpu_percent`` computes it: each time's
+    growth (never below zero), guest times left out of the total (``user`` and ``nice`` hold them already), busy
+    being all but idle and iowait."""
+    deltas = [max(0, b - a) for a, b in zip(before, after)]
+    total = sum(deltas) - sum(deltas[8:10])
+    if total <= 0:
+        return 0.0
+    busy = total - deltas[3] - (deltas[4] if len(deltas) > 4 else 0)
+    return round(busy / total * 100, 1)
+
+
+MEMINFO_FIELDS = (b"MemTotal:", b"MemAvailable:", b"SwapTotal:", b"SwapFree:")
+
+
+def parse_meminfo(data: bytes) -> tuple[int, int, int, int] | None:
+    """Memory total and available, swap total and used, in bytes, from /proc/meminfo's text; None when a field is
+    missing (MemAvailable came with Linux 3.14) or unreadable."""
+    found: dict[bytes, int] = {}
+    for line in data.splitlines():
+        name, _, rest = line.partition(b" ")
+        if name in MEMINFO_FIELDS:
+            try:
+                found[name] = int(rest.split()[0]) * 1024
+            except (IndexError, ValueError):
+                return None
+    if len(found) != len(MEMINFO_FIELDS):
+        return None
+    total, available, swap_total, swap_free = (found[name] for name in MEMINFO_FIELDS)
+    return total, available, swap_total, swap_total - swap_free
+
+
+def memory_and_swap() -> tuple[int, int, int, int]:
+    """As psutil's ``virtual_memory()`` (total, available) and ``swap_memory()`` (total, used) give them, from one
+    read of /proc/meminfo instead of their three files (meminfo twice and vmstat) each tick."""
+    try:
+        values = parse_meminfo(read_proc_bytes("/proc/meminfo"))
+    except OSError:
+        values = None
+    if values is not None:
+        return values
+    memory, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return memory.total, memory.available, swap.total, swap.used
+
+
 # The inode of the kernel's initial PID namespace (PROC_PID_INIT_INO in the kernel's proc_ns.h).
 _INITIAL_PID_NAMESPACE_INODE = 0xEFFFFFFC
 
@@ -80,17 +146,26 @@ class HostCollector:
         self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
-        # The first cpu_percent call only starts psutil's measurement window.
-        psutil.cpu_percent(None)
-        psutil.cpu_percent(None, percpu=True)
+        # The first reading only starts the measurement window.
+        self._cpu_times = read_cpu_times()
+        if not self._cpu_times:
+            psutil.cpu_percent(None)
+            psutil.cpu_percent(None, percpu=True)
         self._cpu_primed = False
 
+    def _cpu_percents(self) -> tuple[float, tuple[float, ...]]:
+        """The machine's busy share and each core's since the last call, from one read of /proc/stat (psutil
+        reads it once for the total and again for the cores); psutil's where /proc/stat cannot be read."""
+        before, now = self._cpu_times, read_cpu_times()
+        if not before or not now:
+            return psutil.cpu_percent(None), tuple(psutil.cpu_percent(None, percpu=True))
+        self._cpu_times = now
+        return busy_percent(before[0], now[0]), tuple(busy_percent(a, b) for a, b in zip(before[1:], now[1:]))
+
     def host_info(self) -> HostInfo:
-        total = psutil.cpu_percent(None)
-        per_core = tuple(psutil.cpu_percent(None, percpu=True))
+        total, per_core = self._cpu_percents()
         primed, self._cpu_primed = self._cpu_primed, True
-        memory = psutil.virtual_memory()
-        swap = psutil.swap_memory()
+        memory_total, memory_available, swap_total, swap_used = memory_and_swap()
         try:
             load: tuple[float, float, float] | None = os.getloadavg()
         except OSError:
@@ -102,11 +177,11 @@ class HostCollector:
             cpu_count=self._cpu_count,
             usable_cpu_count=usable_cpu_count(),
             load_average=load,
-            memory_total_bytes=memory.total,
-            memory_used_bytes=memory.total - memory.available,
-            memory_available_bytes=memory.available,
-            swap_total_bytes=swap.total,
-            swap_used_bytes=swap.used,
+            memory_total_bytes=memory_total,
+            memory_used_bytes=memory_total - memory_available,
+            memory_available_bytes=memory_available,
+            swap_total_bytes=swap_total,
+            swap_used_bytes=swap_used,
         )
 
     def prime(self, pids: Iterable[int]) -> None:
@@ -155,12 +230,29 @@ class HostCollector:
     def _describe(self, pid: int) -> HostProcess:
         tracked = self._procs.get(pid)
         try:
-            stat = read_stat(pid)
+            raw = read_proc_bytes(f"/proc/{pid}/stat")
         except (FileNotFoundError, ProcessLookupError):
             return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
         except OSError:
             return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
         now = time.monotonic()
+        # A process that did nothing since the last tick (most of them) has the very same line: not parsed again,
+        # and while its record says 0 % and nothing is due for a refresh, that record is this tick's too.
+        same = tracked is not None and tracked.stat is not None and raw == tracked.raw
+        if same and tracked is not None:
+            last = tracked.last
+            if (
+                last is not None
+                and last.cpu_percent == 0.0
+                and now > tracked.at
+                and now < tracked.static_due
+                and now < tracked.container_due
+            ):
+                tracked.at = now
+                return last
+        stat = tracked.stat if same and tracked is not None and tracked.stat is not None else None
+        if stat is None:
+            stat = parse_stat(raw.decode(errors="replace"))
         cpu_percent: float | None = None
         if tracked is None or tracked.start_ticks != stat.start_ticks:
             # New, or the PID now names another process: its CPU window starts here.
@@ -182,11 +274,12 @@ class HostCollector:
             refreshed = True
         last = tracked.last
         if not refreshed and last is not None and stat == tracked.stat and cpu_percent == last.cpu_percent:
+            tracked.raw = raw
             return last  # nothing it is made of changed (a sleeping process): the same record, not a new one
         reasons = {**tracked.static_reasons, **tracked.container_reasons}
         if cpu_percent is None:
             reasons["cpu_percent"] = MEASURING
-        tracked.stat = stat
+        tracked.stat, tracked.raw = stat, raw
         tracked.last = HostProcess(
             pid,
             ppid=stat.ppid,
@@ -223,6 +316,8 @@ class _Tracked:
     container_reasons: dict[str, str] = field(default_factory=dict)
     container_due: float = 0.0
     stat: ProcStat | None = None
+    raw: bytes = b""
+    """The text ``stat`` was parsed from: the same bytes at the next tick are not parsed again."""
     last: HostProcess | None = None
     """The record made from ``stat`` at the last tick: given again while nothing it is made of changes."""
 

@@ -96,3 +96,27 @@ class JobTree:
     def training_parent(self, pid: int, training: set[int]) -> int | None:
         """The nearest training process above ``pid``: the one whose ``ranks`` list it."""
         return next((a for a in self.ancestors(pid) if a in training), None)
+
+    def training_parents(self, training: set[int]) -> dict[int, int]:
+        """``training_parent`` of every training process that has one, walking each ancestor once for all of them
+        (dozens of GPU processes under one launcher share every ancestor up to init)."""
+        above: dict[int, int | None] = {}  # a process -> the nearest training process at or above it
+
+        def nearest(pid: int | None) -> int | None:
+            chain = []
+            while pid is not None and pid in self.alive and pid not in above and pid not in training:
+                chain.append(pid)
+                pid = self.alive[pid].ppid
+                if pid in chain:  # a cycle in a torn read of the process table
+                    pid = None
+            found = above.get(pid) if pid in above else (pid if pid in training else None)
+            for walked in chain:
+                above[walked] = found
+            return found
+
+        parents = {}
+        for pid in training:
+            parent = nearest(self.alive[pid].ppid) if pid in self.alive else None
+            if parent is not None and parent != pid:
+                parents[pid] = parent
+        return parents

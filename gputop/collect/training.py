@@ -138,6 +138,8 @@ class _Tick:
     processes: Sequence[GpuProcess]
     slow: bool
     now: float
+    watched: dict[int, bool] = field(default_factory=dict)
+    """``TrainingCollector._watched`` of each process asked about this tick."""
 
 
 class TrainingCollector:
@@ -245,10 +247,9 @@ class TrainingCollector:
         root_list = [r for r in dict.fromkeys(roots) if r in tree.alive and not tree.is_worker(r)]
         training = tree.training_processes(root_list, reporting)
         ranks: dict[int, list[int]] = {}
-        for pid in sorted(training):
-            parent = tree.training_parent(pid, training)
-            if parent is not None:
-                ranks.setdefault(parent, []).append(pid)
+        parents = tree.training_parents(training)
+        for pid in sorted(parents):
+            ranks.setdefault(parents[pid], []).append(pid)
         return _Tick(tree, training, ranks, reporting, unsafe, focus_pid, gpus, processes, slow, now)
 
     def _forget(self, tick: _Tick, views: tuple[TrainingView, ...]) -> None:
@@ -310,13 +311,17 @@ class TrainingCollector:
 
     @staticmethod
     def _watched(pid: int, tick: _Tick) -> bool:
+        known = tick.watched.get(pid)
+        if known is not None:
+            return known
         host = tick.tree.alive[pid]
-        return (
+        watched = tick.watched[pid] = (
             pid == tick.focus_pid
             or pid in tick.reporting
             or host.name == MAIN_THREAD_NAME
             or bool(tick.tree.workers_of(pid))
         )
+        return watched
 
     def _probe(self, pid: int, job: _Job, tick: _Tick) -> ProbeReport:
         if tick.unsafe:

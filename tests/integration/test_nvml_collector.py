@@ -9,6 +9,7 @@ import pytest
 
 from gputop.collect.nvml import NvmlCollector
 from gputop.model import GPU_LOST_STATE, GPU_OK, MEASURING, NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
+from tests.fakenvml.build import call_count
 from tests.fakenvml.state import FakeProcess, FakeSample, FakeState
 from tests.machines import GIB, h100
 
@@ -72,6 +73,38 @@ def test_sm_activity_comes_from_gpm_once_two_samples_exist(fake_driver, collecto
     assert first[0].sm_activity_percent is None
     assert first[0].unavailable["sm_activity_percent"] == MEASURING
     assert second[0].sm_activity_percent == 63.5
+
+
+def test_gpm_reuses_two_sample_buffers_and_follows_the_driver_every_tick(fake_driver, collector):
+    driver = fake_driver(FakeState(gpus=[h100(0, gpm_sm_util=10.0)]))
+    seen = []
+    for tick in range(6):
+        if tick:
+            driver.write(FakeState(gpus=[h100(0, gpm_sm_util=10.0 + tick)]))
+        gpus, _ = collector.read(slow=False)
+        seen.append(gpus[0].sm_activity_percent)
+
+    assert seen == [None, 11.0, 12.0, 13.0, 14.0, 15.0]
+    # Two buffers for the whole run, none freed: a tick asks for a sample and the metrics, nothing else.
+    assert call_count(driver.lib, "nvmlGpmSampleAlloc") == 2
+    assert call_count(driver.lib, "nvmlGpmSampleFree") == 0
+    assert call_count(driver.lib, "nvmlGpmSampleGet") == 6
+
+
+def test_gpm_measures_again_after_the_gpu_came_back(fake_driver, collector):
+    driver = fake_driver(FakeState(gpus=[h100(0, gpm_sm_util=40.0)]))
+    collector.read(slow=False)
+    collector.read(slow=False)
+    driver.write(FakeState(gpus=[h100(0, errors={"*": "GPU_IS_LOST"})]))
+    lost, _ = collector.read(slow=False)
+    driver.write(FakeState(gpus=[h100(0, gpm_sm_util=55.0)]))
+    first_back, _ = collector.read(slow=False)
+    second_back, _ = collector.read(slow=False)
+
+    assert lost[0].state == GPU_LOST_STATE
+    assert call_count(driver.lib, "nvmlGpmSampleFree") == 2  # both buffers, when the GPU was lost
+    assert first_back[0].unavailable["sm_activity_percent"] == MEASURING
+    assert second_back[0].sm_activity_percent == 55.0
 
 
 def test_gpm_profiling_metrics_come_in_the_same_request(fake_driver, collector):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import threading
@@ -11,8 +12,8 @@ import psutil
 import pytest
 
 from gputop.collect.host import HostCollector
-from gputop.collect.sampler import Sampler, SnapshotMaker
-from gputop.model import MEASURING, NOT_VISIBLE, PROCESS_EXITED
+from gputop.collect.sampler import Sampler, SnapshotMaker, with_host
+from gputop.model import MEASURING, NOT_VISIBLE, PROCESS_EXITED, GpuProcess, HostProcess
 from tests.factories import wait_until
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import GIB, h100, training_box
@@ -211,3 +212,34 @@ def test_cpu_percent_of_a_busy_process_is_measured_between_ticks(fake_driver, sp
     row = m.snapshot().processes[0]
 
     assert 60 <= row.host.cpu_percent <= 110
+
+
+def test_with_host_copies_every_field_of_the_nvml_row():
+    values = {f.name: object() for f in dataclasses.fields(GpuProcess)}
+    row = GpuProcess(**values)  # type: ignore[arg-type]
+    host = HostProcess(7)
+
+    joined = with_host(row, host)
+
+    assert joined.host is host
+    assert all(getattr(joined, name) is value for name, value in values.items() if name != "host")
+
+
+def test_joined_rows_are_reused_while_neither_side_changed_and_remade_when_one_did(fake_driver, spawn, maker):
+    procs = [spawn(), spawn()]
+    time.sleep(0.5)  # past their start-up: asleep, their /proc/PID/stat stays the same
+    driver = fake_driver(training_box(2, [p.pid for p in procs]))
+    m = maker(slow_interval_s=float("inf"))
+    m.snapshot(force_slow=True)
+    m.snapshot()
+    first = m.snapshot()
+    second = m.snapshot()
+    # Sleeping processes: the same NVML rows and host records, so the same joined rows.
+    assert [p is q for p, q in zip(first.processes, second.processes)] == [True, True]
+    assert second.processes[0].host is second.host_process(procs[0].pid)
+
+    driver.write(training_box(2, [procs[0].pid]))
+    after = m.snapshot(force_slow=True)
+    assert [p.pid for p in after.processes] == [procs[0].pid]
+    assert after.processes[0].host is after.host_process(procs[0].pid)
+    assert set(m._joined) == {(procs[0].pid, 0)}  # rows of processes gone are not kept

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from gputop.collect import host
 from gputop.collect.host import HostCollector
+from gputop.collect.procstat import ProcStat
 
 
 @pytest.fixture
@@ -58,3 +60,19 @@ def test_a_refresh_of_the_slow_facts_gives_a_new_record(sleeper: int) -> None:
     _, second, third = ticks(collector, sleeper, 3)
 
     assert third is not second and third == second
+
+
+def test_a_stat_line_that_did_not_change_is_not_parsed_again(sleeper: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    real_parse = host.parse_stat
+
+    def counting(text: str) -> ProcStat:
+        parsed.append(text)
+        return real_parse(text)
+
+    monkeypatch.setattr(host, "parse_stat", counting)
+    records = ticks(HostCollector(), sleeper, 5)
+
+    # The first tick, and the second (its CPU % measured, which makes a new record); then the same bytes.
+    assert len(parsed) <= 2
+    assert records[4] is records[2] and records[4].cpu_percent == 0.0

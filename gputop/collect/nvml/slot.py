@@ -44,6 +44,12 @@ class GpuSlot:
     process_samples: dict[int, tuple[int, float, float]] = field(default_factory=dict)
     last_sample_us: int = 0
     gpm_sample: Any = None
+    gpm_spare: Any = None
+    """A GPM sample buffer the next tick fills (the one before the last): two buffers take turns."""
+    gpm_request: Any = None
+    """The GPM metrics request, built once with the metric ids (``gpm._request_type``)."""
+    gpm_asked: tuple[list[tuple[str, int | None]], list[str]] = field(default_factory=lambda: ([], []))
+    """The fields the request asks for in order, with their scale, and the fields this pynvml has no id for."""
     gpm_supported: bool | None = None
     pcie_throughput_at: float | None = None
     """When PCIe throughput was last read (monotonic): each read samples the bus for 20 ms, so it is reused a while."""

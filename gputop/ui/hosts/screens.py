@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.reactive import var
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from gputop.formatting import fmt_age, fmt_clock
 from gputop.model import Snapshot
@@ -24,6 +24,7 @@ from gputop.ui.hosts.section import HostChosen, HostJobs, HostSection, HostShown
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.text.hosts import PROCESS_ROWS, down_note
 from gputop.ui.widgets.banner import Banner, screen_messages
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar, StatusView
 
 if TYPE_CHECKING:

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import Worker
 
 from gputop.ui.replay.jump import JumpInput
 from gputop.ui.replay.time import JUMP_FORMS
 from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.timeline_bar import TimelineBar, TimelineView
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from gputop.ui.text.training import gpu_totals
 from gputop.ui.training_target import training_target
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.banner import Banner, screen_messages
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.host_panel import HostPanel
-from gputop.ui.widgets.key_footer import KeyFooter
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
@@ -114,7 +114,7 @@ class DashboardScreen(Screen[None]):
         yield AdvicePanel()
         yield Static(id="process-note", markup=False)
         yield ProcessTable()
-        yield KeyFooter()
+        yield Footer()
         # After the footer: both are docked at the bottom, and the later one is drawn over the other.
         yield Input(placeholder="filter: PID, user, name or command  (⏎ keep, Esc clear)", id="filter")
 

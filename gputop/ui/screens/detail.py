@@ -12,7 +12,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
 from gputop.model import HostProcess, Snapshot
@@ -21,6 +20,7 @@ from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
 from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.gpu import Palette
 from gputop.ui.widgets.drawing import CachedComponentStyles
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:

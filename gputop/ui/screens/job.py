@@ -9,7 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
 from gputop.jobs import find_jobs
@@ -20,6 +20,7 @@ from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import CELL_PADDING, job_columns, job_title, rank_cells, rank_rows
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
 

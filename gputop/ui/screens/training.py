@@ -8,11 +8,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputop.model import Advice, Snapshot, TrainingView, job_views
 from gputop.ui.text.training import gpu_totals
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
 
