@@ -6,7 +6,6 @@ for the dashboard, the main thread for ``--once``. Subscribers receive finished,
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -18,8 +17,6 @@ from gputop.model import GpuProcess, HostProcess, Snapshot
 if TYPE_CHECKING:
     from gputop.collect.host import HostCollector
     from gputop.collect.training import TrainingCollector
-
-log = logging.getLogger(__name__)
 
 SLOW_INTERVAL_S = 2.0
 """Process lists, per-process utilization and PCIe throughput are read at most this often (NVML's PCIe
@@ -219,6 +216,9 @@ class Sampler:
             self._thread = None
 
     def _run(self) -> None:
+        import logging  # here: gputop --once, which never logs, imports it only after its first GPM sample
+
+        log = logging.getLogger(__name__)
         maker = self._maker_factory()
         try:
             maker.start()

@@ -22,7 +22,15 @@ from tests.machines import training_box
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LATER = ("psutil", "gputop.collect.host", "gputop.collect.training", "gputop.probe", "gputop.document", "pathlib")
+LATER = (
+    "psutil",
+    "logging",
+    "gputop.collect.host",
+    "gputop.collect.training",
+    "gputop.probe",
+    "gputop.document",
+    "pathlib",
+)
 """Modules ``gputop --once --json`` imports only after its first NVML read."""
 
 ONCE = f"""
