@@ -1,6 +1,6 @@
 """What a start of gputop imports, and when: ``--once`` takes its first GPM sample before the host side and the
-training collector are imported (their imports then fall inside its measuring window), and the command line is
-built without the memory estimator."""
+training collector are imported (their imports then fall inside its measuring window), it imports neither the
+probe's patching nor the memory estimator, and the command line is built without the estimator."""
 
 from __future__ import annotations
 
@@ -31,7 +31,11 @@ LATER = (
     "gputop.document",
     "pathlib",
 )
-"""Modules ``gputop --once --json`` imports only after its first NVML read."""
+"""Modules ``gputop --once --json`` imports only after its first NVML read, if at all."""
+
+AT_ALL = ("gputop.table", "gputop.document", "gputop.probe.hooks", "multiprocessing", "gputop.estimate")
+"""Of these, ``gputop --once --json`` imports only the JSON document: not the table, not the probe's patching
+(which the job being watched runs, not the monitor), not the memory estimator."""
 
 ONCE = f"""
 import sys
@@ -44,7 +48,7 @@ def first_read(self, slow):
 NvmlCollector.read = first_read
 from gputop.cli import main
 status = main(sys.argv[1:])
-print(seen[0], [m for m in ("gputop.table", "gputop.document") if m in sys.modules], file=sys.stderr)
+print(seen[0], [m for m in {AT_ALL!r} if m in sys.modules], file=sys.stderr)
 sys.exit(status)
 """
 
