@@ -160,11 +160,11 @@ class SnapshotMaker:
         _, first = self.nvml.read(slow=True)
         roots = {p.pid for p in first} | ({self.focus_pid} if self.focus_pid is not None else set())
         host, training = self.host, self.training
-        primed = time.monotonic()
         related = host.related(roots)
         host.prime(related)
         training.prime(related)
         host.host_info()
+        primed = time.monotonic()  # every CPU window has started: the processes', the main threads', the machine's
         if during is not None:
             during()
         now = time.monotonic()
