@@ -33,9 +33,10 @@ LATER = (
 )
 """Modules ``gputop --once --json`` imports only after its first NVML read, if at all."""
 
-AT_ALL = ("gputop.table", "gputop.document", "gputop.probe.hooks", "multiprocessing", "gputop.estimate")
+AT_ALL = ("gputop.table", "gputop.document", "gputop.probe.hooks", "multiprocessing", "gputop.estimate", "logging")
 """Of these, ``gputop --once --json`` imports only the JSON document: not the table, not the probe's patching
-(which the job being watched runs, not the monitor), not the memory estimator."""
+(which the job being watched runs, not the monitor), not the memory estimator, not ``logging`` (4 ms, which the
+collectors import only to report a fault)."""
 
 ONCE = f"""
 import sys
