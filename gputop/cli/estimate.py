@@ -16,8 +16,7 @@ from typing import Any
 
 from gputop.cli.args import UsageError, byte_size, number
 from gputop.cli.console import error
-from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
-from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS
+from gputop.estimate_defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS
 from gputop.formatting import fmt_bytes
 
 NEEDS_TORCH = 'gputop estimate needs PyTorch: pip install "gputop-ml[torch]" (in a checkout: pip install ".[torch]")'

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gputop.cli import args as checks
 from gputop.cli.console import needs_textual
 from gputop.limits import MIN_INTERVAL_S
+
+if TYPE_CHECKING:
+    from gputop.model import Snapshot
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -39,18 +44,28 @@ def main(args: argparse.Namespace) -> int:
 def once(as_json: bool, pid: int | None) -> int:
     """Print one snapshot, its rates over a short window: a table (as wide as the terminal), or JSON."""
     from gputop.collect.sampler import SnapshotMaker
-    from gputop.document import snapshot_to_json
-    from gputop.table import render_text
 
     maker = SnapshotMaker(focus_pid=pid)
     try:
-        snap = maker.one_shot()
+        # The modules that write the snapshot are imported inside one_shot's window, not before it.
+        snap = maker.one_shot(during=lambda: writer(as_json))
     finally:
         maker.close()
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-    sys.stdout.write(snapshot_to_json(snap) + "\n" if as_json else render_text(snap, width))
+    sys.stdout.write(writer(as_json)(snap))
     sys.stdout.flush()
     return 0
+
+
+def writer(as_json: bool) -> Callable[[Snapshot], str]:
+    """What ``once`` prints for a snapshot: its JSON document and a newline, or the table as wide as the terminal."""
+    if as_json:
+        from gputop.document import snapshot_to_json
+
+        return lambda snap: snapshot_to_json(snap) + "\n"
+    from gputop.table import render_text
+
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    return lambda snap: render_text(snap, width)
 
 
 def dashboard(interval_s: float, pid: int | None, readonly: bool, job_id: str | None = None) -> int:

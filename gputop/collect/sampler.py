@@ -6,22 +6,24 @@ for the dashboard, the main thread for ``--once``. Subscribers receive finished,
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Generator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from gputop.collect.host import HostCollector
 from gputop.collect.nvml import NvmlCollector
-from gputop.collect.training import TrainingCollector
 from gputop.model import GpuProcess, HostProcess, Snapshot
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from gputop.collect.host import HostCollector
+    from gputop.collect.training import TrainingCollector
 
 SLOW_INTERVAL_S = 2.0
 """Process lists, per-process utilization and PCIe throughput are read at most this often (NVML's PCIe
 counter alone blocks for about 20 ms per GPU)."""
+
+RATE_WINDOW_S = 0.1
+"""The shortest window over which ``SnapshotMaker.one_shot`` measures CPU % (NVML's GPM asks as much)."""
 
 
 def namespace_notice(processes: list[GpuProcess]) -> str | None:
@@ -65,14 +67,33 @@ class SnapshotMaker:
     ) -> None:
         self.focus_pid = focus_pid
         self.nvml = nvml or NvmlCollector()
-        self.host = host or HostCollector()
-        self.training = training or TrainingCollector()
+        self._host = host
+        self._training = training
         self.slow_interval_s = slow_interval_s
         self._last_slow = -float("inf")
         self._related: set[int] = set()
         self._joined: dict[tuple[int, int], tuple[GpuProcess, HostProcess, GpuProcess]] = {}
         """Last tick's rows with their host side, by (PID, GPU): NVML's row and the host record, when neither
         changed, give the same joined row again. Holds this tick's rows only."""
+
+    @property
+    def host(self) -> HostCollector:
+        """The host side, made (and its modules imported) when first used: ``one_shot`` takes the first GPM sample
+        before, so that importing them falls inside the window."""
+        if self._host is None:
+            from gputop.collect.host import HostCollector
+
+            self._host = HostCollector()
+        return self._host
+
+    @property
+    def training(self) -> TrainingCollector:
+        """The training collector, made (and its modules imported) when first used, as ``host``."""
+        if self._training is None:
+            from gputop.collect.training import TrainingCollector
+
+            self._training = TrainingCollector()
+        return self._training
 
     def start(self) -> None:
         self.nvml.start()
@@ -126,20 +147,28 @@ class SnapshotMaker:
         self._joined = joined
         return out
 
-    def one_shot(self, window_s: float = 0.12) -> Snapshot:
+    def one_shot(self, window_s: float = 0.12, during: Callable[[], object] | None = None) -> Snapshot:
         """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown.
 
-        The window is just over the 100 ms that NVML asks between two GPM samples.
+        The window is just over the 100 ms that NVML asks between two GPM samples. The host and training collectors
+        are made (their modules imported) after the first GPM sample, inside that window; their CPU windows, which
+        start after that, still last at least ``RATE_WINDOW_S``. ``during``, if given, is called in the window too
+        (the caller's own start-up: importing what writes the snapshot).
         """
         self.start()
         started = time.monotonic()
         _, first = self.nvml.read(slow=True)
         roots = {p.pid for p in first} | ({self.focus_pid} if self.focus_pid is not None else set())
-        related = self.host.related(roots)
-        self.host.prime(related)
-        self.training.prime(related)
-        self.host.host_info()
-        remaining = window_s - (time.monotonic() - started)
+        host, training = self.host, self.training
+        related = host.related(roots)
+        host.prime(related)
+        training.prime(related)
+        host.host_info()
+        primed = time.monotonic()  # every CPU window has started: the processes', the main threads', the machine's
+        if during is not None:
+            during()
+        now = time.monotonic()
+        remaining = max(window_s - (now - started), RATE_WINDOW_S - (now - primed))
         if remaining > 0:
             time.sleep(remaining)
         return self.snapshot(force_slow=True)
@@ -187,6 +216,9 @@ class Sampler:
             self._thread = None
 
     def _run(self) -> None:
+        import logging  # here: gputop --once, which never logs, imports it only after its first GPM sample
+
+        log = logging.getLogger(__name__)
         maker = self._maker_factory()
         try:
             maker.start()

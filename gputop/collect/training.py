@@ -8,7 +8,6 @@ beyond the host collector's are ``procinfo``'s; reading the probe's reports is `
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import time
 from collections import deque
@@ -51,8 +50,6 @@ from gputop.model import (
     frozen_reasons,
 )
 from gputop.probe import channel
-
-log = logging.getLogger(__name__)
 
 PIN_THREAD_NAME = "pt_data_pin"
 TORCH_THREAD_PREFIX = "pt_"
@@ -201,7 +198,9 @@ class TrainingCollector:
             order = root_list + sorted(tick.training - set(root_list))
             views = tuple(self._view(pid, tick) for pid in order)
         except Exception:  # a bug here must cost the training view, not the snapshot
-            log.exception("training view failed")
+            import logging  # only here: gputop --once imports this module inside its measuring window
+
+            logging.getLogger(__name__).exception("training view failed")
             return ()
         self._forget(tick, views)
         return views

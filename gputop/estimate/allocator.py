@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gputop.estimate_defaults import CUDA_CONTEXT_BYTES as CUDA_CONTEXT_BYTES
+
 # The allocator's constants, as c10/cuda/CUDACachingAllocator.cpp (and CUDAAllocatorConfig.h) define them.
 MIN_BLOCK_BYTES = 512
 """``kMinBlockSize``: every request is rounded up to a multiple of 512 bytes."""
@@ -32,12 +34,6 @@ MIN_LARGE_ALLOC_BYTES = 10 * 1024**2
 """``kMinLargeAlloc``: from this size a request gets a segment of its own size, rounded up to ``ROUND_LARGE_BYTES``."""
 ROUND_LARGE_BYTES = 2 * 1024**2
 """``kRoundLarge``."""
-
-CUDA_CONTEXT_BYTES = 512 * 1024**2
-"""What a PyTorch process holds on the GPU outside its caching allocator: the CUDA context with its lazily loaded
-kernels (287,047,680 bytes measured with ``CUDA_MODULE_LOADING=LAZY`` in pytorch/pytorch#86509, the default since
-PyTorch 1.13 and CUDA 12.2) plus the cuBLAS and cuDNN handles and kernels a training step loads. It varies with the
-GPU, the driver and the libraries (about 300 to 600 MiB); ``context_bytes`` overrides it."""
 
 Event = tuple[Literal["alloc", "free"], int, int]
 """One allocator event: ``("alloc", key, bytes)`` or ``("free", key, 0)``, ``key`` naming the allocation."""

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
-
-Precision = Literal["fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16"]
-PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "bf16")
-"""``tf32`` changes how matrix products round, not what they store: its memory is fp32's. The ``-mixed`` ones keep
-fp32 weights and run the forward pass under autocast; ``bf16`` holds the whole model in bfloat16."""
-
-DEFAULT_MARGIN = 0.10
-"""The share of the GPU's memory left free when judging whether a batch fits: fragmentation and what the
-estimate does not see (other processes, NCCL buffers, the allocator's behaviour under pressure)."""
+from gputop.estimate_defaults import DEFAULT_MARGIN as DEFAULT_MARGIN
+from gputop.estimate_defaults import PRECISIONS as PRECISIONS
+from gputop.estimate_defaults import Precision
 
 
 @dataclass(frozen=True)

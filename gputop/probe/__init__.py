@@ -16,9 +16,10 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from .hooks import TARGET, PatchOnImport, patch
-from .probe import Probe
+if TYPE_CHECKING:
+    from .probe import Probe
 
 __all__ = ["install", "installed"]
 
@@ -33,6 +34,11 @@ def install(directory: str | None = None) -> bool:
     global _probe
     if _probe is not None:
         return True
+    # Imported here, not with the package: the monitor imports the package for ``channel`` and needs neither.
+    # A failure to import them is raised, as it was from importing the package.
+    from .hooks import TARGET, PatchOnImport, patch
+    from .probe import Probe
+
     try:
         probe = Probe(directory)
         module = sys.modules.get(TARGET)

@@ -22,7 +22,10 @@ import shlex
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LOCAL = "local"
 """The host name that means this machine, sampled in-process (``localhost`` is an ssh destination like any other)."""

@@ -290,6 +290,9 @@ def run_dashboard(
     advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
     closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up). ``job_id`` opens that job's view
     on top (``--job``)."""
+    # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first snapshot
+    # (SnapshotMaker makes them when first used), where they would compete with Textual's start for the first frame.
+    from gputop.collect import host, training  # noqa: F401
     from gputop.collect.sampler import Sampler, SnapshotMaker
 
     source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
