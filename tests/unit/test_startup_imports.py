@@ -40,16 +40,17 @@ collectors import only to report a fault)."""
 
 ONCE = f"""
 import sys
+before = set(sys.modules)  # what the interpreter's start loaded (site hooks, an editable install's finder)
 from gputop.collect.nvml import NvmlCollector
 read, seen = NvmlCollector.read, []
 def first_read(self, slow):
     if not seen:
-        seen.append([m for m in {LATER!r} if m in sys.modules])
+        seen.append([m for m in {LATER!r} if m in sys.modules and m not in before])
     return read(self, slow)
 NvmlCollector.read = first_read
 from gputop.cli import main
 status = main(sys.argv[1:])
-print(seen[0], [m for m in {AT_ALL!r} if m in sys.modules], file=sys.stderr)
+print(seen[0], [m for m in {AT_ALL!r} if m in sys.modules and m not in before], file=sys.stderr)
 sys.exit(status)
 """
 
