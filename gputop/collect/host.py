@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
-from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes, read_stat
+from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -197,10 +197,17 @@ class HostCollector:
         """
         parent: dict[int, int] = {}
         for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
+            name = entry.name
+            if name.isdigit():
+                # Only the parent is needed: read from the bytes, without decoding the line or parsing the rest
+                # (one stat file per process of the machine, every slow tick).
                 try:
-                    parent[int(entry.name)] = read_stat(int(entry.name)).ppid
+                    raw = read_proc_bytes(f"/proc/{name}/stat")
                 except OSError:  # exited during the scan
+                    continue
+                try:
+                    parent[int(name)] = int(raw[raw.rindex(b")") + 2 :].split(None, 2)[1])
+                except (ValueError, IndexError):  # not a stat line: the process is left out, not the scan
                     continue
         children: dict[int, list[int]] = {}
         for pid, ppid in parent.items():

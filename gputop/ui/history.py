@@ -30,14 +30,53 @@ class _Columns:
         self.width = width
         self.seconds = span_s / width
         self.sums: dict[int, list[float]] = {}
+        self._dirty: set[int] = set()
+        """Columns added to since the line was last drawn: on a tick, usually just the rightmost one."""
+        self._line: tuple[int, float, list[str | None], str] | None = None
+        """The last line drawn: its right column, its top, each column's block (None: no sample) and the text."""
 
     def add(self, bin_start: float, total: float, count: int) -> None:
-        entry = self.sums.setdefault(int(bin_start // self.seconds), [0.0, 0])
+        column = int(bin_start // self.seconds)
+        entry = self.sums.setdefault(column, [0.0, 0])
         entry[0] += total
         entry[1] += count
+        self._dirty.add(column)
         if len(self.sums) > 2 * self.width:
             oldest = max(self.sums) - self.width
             self.sums = {column: entry for column, entry in self.sums.items() if column >= oldest}
+            self._line = None
+
+    def line(self, right: int, top: float) -> str:
+        """The sparkline whose rightmost column is ``right``, scaled to ``top``.
+
+        A tick's sample usually lands in the rightmost column and leaves its block as it was: then only that
+        column is looked at again and the last line is returned as it is.
+        """
+        first = right - self.width + 1
+        drawn = self._line
+        if drawn is not None and drawn[0] == right and drawn[1] == top and len(self._dirty) <= self.width:
+            levels = drawn[2]
+            changed = False
+            for column in self._dirty:
+                i = column - first
+                if 0 <= i < self.width:
+                    level = self._level(column, top)
+                    if level != levels[i]:
+                        levels[i] = level
+                        changed = True
+            self._dirty.clear()
+            if not changed:
+                return drawn[3]
+        else:
+            levels = [self._level(first + i, top) for i in range(self.width)]
+            self._dirty.clear()
+        text = _draw(levels)
+        self._line = (right, top, levels, text)
+        return text
+
+    def _level(self, column: int, top: float) -> str | None:
+        entry = self.sums.get(column)
+        return _level(entry[0] / entry[1], top) if entry else None
 
 
 class Trend:
@@ -81,18 +120,7 @@ class Trend:
         if width <= 0:
             return ""
         columns = self._columns_at(width)
-        right = int(math.floor(now) // columns.seconds)
-        means = [columns.sums.get(right - width + 1 + i) for i in range(width)]
-        filled = [i for i, entry in enumerate(means) if entry]
-        chars = []
-        last = " "
-        for i, entry in enumerate(means):
-            if entry:
-                last = _level(entry[0] / entry[1], top)
-                chars.append(last)
-            else:
-                chars.append(last if filled and filled[0] < i < filled[-1] else " ")
-        return "".join(chars)
+        return columns.line(int(math.floor(now) // columns.seconds), top)
 
     def _columns_at(self, width: int) -> _Columns:
         columns = self._columns.get(width)
@@ -103,6 +131,24 @@ class Trend:
             for start, total, count in self._bins:
                 columns.add(start, total, int(count))
         return columns
+
+
+def _draw(levels: list[str | None]) -> str:
+    """The sparkline of columns' blocks: a column without samples between two with samples repeats the one on
+    its left, blank before the first and after the last."""
+    filled = [i for i, level in enumerate(levels) if level is not None]
+    if not filled:
+        return " " * len(levels)
+    first, last_filled = filled[0], filled[-1]
+    chars = []
+    last = " "
+    for i, level in enumerate(levels):
+        if level is not None:
+            last = level
+            chars.append(level)
+        else:
+            chars.append(last if first < i < last_filled else " ")
+    return "".join(chars)
 
 
 def _level(value: float, top: float) -> str:

@@ -85,3 +85,24 @@ def test_a_reused_pid_starts_a_new_history() -> None:
     reborn = tuple(replace(h, start_time=scenes.T0) if h.pid == scenes.NOTEBOOK_PID else h for h in snap.host_processes)
     history.record(replace(snap, time=scenes.T0 + 1, host_processes=reborn))
     assert history.processes[scenes.NOTEBOOK_PID] is not first
+
+
+def test_a_line_drawn_every_tick_matches_one_drawn_afresh() -> None:
+    # The drawn line is kept and only the columns added to are looked at again: it must never go stale.
+    import random
+
+    rng = random.Random(7)
+    kept = Trend(span_s=60)
+    samples: list[tuple[float, float | None]] = []
+    t = 0.0
+    for step in range(400):
+        t += rng.choice((0.3, 1.0, 1.0, 2.5, 7.0)) if step % 97 else 45.0  # now and then a long pause
+        value = None if rng.random() < 0.1 else rng.choice((0.0, 13.0, 50.0, 99.0, rng.uniform(0, 100)))
+        kept.add(t, value)
+        samples.append((t, value))
+        top = 100.0 if step % 50 < 40 else 60.0
+        for width in (7, 20):
+            fresh = Trend(span_s=60)
+            for when, v in samples:
+                fresh.add(when, v)
+            assert kept.sparkline(width, now=t, top=top) == fresh.sparkline(width, now=t, top=top), (step, width)

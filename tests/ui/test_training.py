@@ -159,3 +159,26 @@ async def test_the_training_screen_says_when_its_process_is_gone(make_app: MakeA
         await pilot.pause()
         assert not app.screen.query_one(TrainingPanel).display
         assert "no longer a training process" in str(app.screen.query_one("#training-gone", Static).render())
+
+
+async def test_a_tick_that_changes_some_lines_of_the_panels_shows_every_new_line(make_app: MakeApp) -> None:
+    # The panels repaint only the lines that differ: what the screen shows must still be what they draw.
+    from gputop.ui.widgets.host_panel import HostPanel
+
+    snapshots = every(starved_job, 10.0)
+    app = make_app(snapshots[:-1], focus_pid=JOB_PID)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one(TrainingPanel)
+        host = app.screen.query_one(HostPanel)
+        shown_before = text(panel)
+        last = snapshots[-1]
+        busier = replace(last.host, cpu_percent=(last.host.cpu_percent or 0.0) / 2 + 41.0)
+        app.feed.source.push(replace(last, host=busier))  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert text(panel) != shown_before
+        screen = app.screen._compositor.render_strips()
+        for widget in (panel, host):
+            region = widget.content_region
+            on_screen = [screen[y].crop(region.x, region.right).text for y in range(region.y, region.bottom)]
+            assert on_screen == [strip.text for strip in widget.drawn_lines()]

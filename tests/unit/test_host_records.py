@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -76,3 +77,29 @@ def test_a_stat_line_that_did_not_change_is_not_parsed_again(sleeper: int, monke
     # The first tick, and the second (its CPU % measured, which makes a new record); then the same bytes.
     assert len(parsed) <= 2
     assert records[4] is records[2] and records[4].cpu_percent == 0.0
+
+
+def test_related_follows_ancestors_and_descendants_of_a_root() -> None:
+    # A parent with a child with a grandchild: asked about the child, the scan finds all three and this process.
+    script = (
+        "import subprocess, sys, time; "
+        "c = subprocess.Popen([sys.executable, '-c', 'import subprocess, time; "
+        'g = subprocess.Popen(["sleep", "30"]); print(g.pid, flush=True); time.sleep(30)\'], '
+        "stdout=subprocess.PIPE, text=True); "
+        "print(c.pid, c.stdout.readline().strip(), flush=True); time.sleep(30)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = grandchild = 0
+    try:
+        child, grandchild = (int(pid) for pid in parent.stdout.readline().split())  # type: ignore[union-attr]
+        found = HostCollector().related({child})
+        assert {parent.pid, child, grandchild, os.getpid()} <= found
+        assert 1 not in found
+        upward = HostCollector().related({grandchild})
+        assert parent.pid in upward and child in upward
+    finally:
+        for pid in (grandchild, child):
+            if pid:
+                os.kill(pid, 9)
+        parent.kill()
+        parent.wait()

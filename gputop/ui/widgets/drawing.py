@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 
 if TYPE_CHECKING:
@@ -108,6 +108,18 @@ class TextLines(CachedComponentStyles):
             lines = self.text_lines(width) if width > 0 else []
             self._drawn = (key, [text_strip(line, width, base, self.app.console) for line in lines])
         return self._drawn[1]
+
+    def repaint_changed_lines(self, before: list[Strip]) -> None:
+        """Repaint just the lines that differ from ``before`` (the lines drawn until now); all of them, and the
+        layout, when the number of lines changed. A tick that changes one number repaints one line, not the panel."""
+        after = self.drawn_lines()
+        if len(after) != len(before):
+            self.refresh(layout=True)
+            return
+        width = self.inner_size.width
+        for y, (was, now) in enumerate(zip(before, after)):
+            if was != now:
+                self.refresh(Region(0, y, width, 1))
 
     def line_count_at(self, width: int) -> int:
         """How many lines the text takes at content ``width``. The layout asks before the widget has that width

@@ -48,7 +48,8 @@ class HostPanel(TextLines, Widget):
         "host-panel--dim",
     }
 
-    view: reactive[HostView | None] = reactive(None)
+    view: reactive[HostView | None] = reactive(None, repaint=False)
+    """Not repainted as a whole on a change: ``watch_view`` repaints the lines that differ."""
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -77,6 +78,8 @@ class HostPanel(TextLines, Widget):
     def watch_view(self, old: HostView | None, new: HostView | None) -> None:
         if old is None or new is None or old.per_core != new.per_core:
             self.refresh(layout=True)
+        else:
+            self.repaint_changed_lines(self._drawn[1])
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return 2 if self.view is not None and self.view.per_core else 1

@@ -65,7 +65,8 @@ class TrainingPanel(TextLines, Widget):
         f"training-panel--{part}" for part in ("label", "fill", "warn", "crit", "track", "dim", "spark")
     }
 
-    shown: reactive[TrainingShown | None] = reactive(None)
+    shown: reactive[TrainingShown | None] = reactive(None, repaint=False)
+    """Not repainted as a whole on a change: ``watch_shown`` repaints the lines that differ."""
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -83,9 +84,11 @@ class TrainingPanel(TextLines, Widget):
             return
         self.set_class(not new.detailed, "-summary")
         set_border_title(self, title(new.view))  # holds the process's name
-        before = len(self._drawn[1])
-        if old is None or old.detailed != new.detailed or len(self.drawn_lines()) != before:
+        before = self._drawn[1]
+        if old is None or old.detailed != new.detailed:
             self.refresh(layout=True)
+        else:
+            self.repaint_changed_lines(before)
 
     def line_count(self, outer_width: int) -> int:
         """How many lines the panel takes at ``outer_width`` cells wide, its border included."""
