@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import operator
+import re
 import threading
 import types
 import typing
@@ -25,12 +26,14 @@ from gputop.model import (
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
     GPM_PROFILE_FIELDS,
+    TENSOR_DEVICE,
     TORCH_MAIN_THREAD,
     Container,
     Gpu,
     GpuProcess,
     HostProcess,
     Snapshot,
+    TensorMemory,
     Worker,
     evidence_of,
     frozen_reasons,
@@ -62,6 +65,9 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
 }
 """The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
 written by gputop."""
+TEXT_FORMS: dict[type, dict[str, re.Pattern[str]]] = {TensorMemory: {"device": re.compile(TENSOR_DEVICE)}}
+"""The form each field of these classes must have, as the probe reader checks it: ``cuda:²`` would pass a type
+check, and then fail ``int`` where the device's ordinal is read."""
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
 FORMAT = 3
@@ -242,6 +248,10 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             text = found.get(name)
             if isinstance(text, str) and len(text) > limit:
                 raise ValueError(f"{cls.__name__}.{name}: over {limit} characters")
+        for name, form in TEXT_FORMS.get(cls, {}).items():
+            text = found.get(name)
+            if isinstance(text, str) and not form.fullmatch(text):
+                raise ValueError(f"{cls.__name__}.{name}: not of the form {form.pattern}")
         later = [name for name in ADDED_LATER.get(cls, ()) if name not in value]
         if later:
             reasons = dict(typing.cast("Mapping[str, str]", found.get("unavailable", {})))
@@ -555,6 +565,8 @@ class _Shape:
     """By name: position, kind, decoder, dataclass, and for a number the range and types its decoder accepts."""
     limits: tuple[tuple[int, str, int], ...]
     """``TEXT_LIMITS`` of the class: position, name, most characters."""
+    forms: tuple[tuple[int, str, re.Pattern[str]], ...]
+    """``TEXT_FORMS`` of the class: position, name, pattern."""
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -633,6 +645,7 @@ def _make_shape(cls: type) -> _Shape:
             for i, (name, kind, sub) in enumerate(zip(names, kinds, classes, strict=True))
         },
         limits=tuple((names.index(name), name, limit) for name, limit in TEXT_LIMITS.get(cls, {}).items()),
+        forms=tuple((names.index(name), name, form) for name, form in TEXT_FORMS.get(cls, {}).items()),
     )
 
 
@@ -779,6 +792,10 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
         text = values[i]
         if isinstance(text, str) and len(text) > limit:
             raise ValueError(f"{shape.cls.__name__}.{field_name}: over {limit} characters")
+    for i, field_name, form in shape.forms:
+        text = values[i]
+        if isinstance(text, str) and not form.fullmatch(text):
+            raise ValueError(f"{shape.cls.__name__}.{field_name}: not of the form {form.pattern}")
     return shape.build(values)
 
 

@@ -593,6 +593,12 @@ class Launch:
         return self.rank is not None and (self.world_size or 0) > 1
 
 
+TENSOR_DEVICE = r"cpu|cuda:[0-9]{1,2}"
+"""What ``TensorMemory.device`` may be: ``cpu``, or ``cuda:`` and the job's CUDA ordinal in one or two ASCII digits
+(the probe counts at most 64 devices). ``str.isdigit`` and a bare ``\\d`` also take ``²`` and other scripts' digits,
+which ``int`` then refuses: the probe reader and the snapshot decoder both hold a device to this pattern."""
+
+
 @dataclass(frozen=True, slots=True)
 class TensorMemory:
     """Where one device's tensors hold memory, as the probe found them through the optimizers the job steps: the
@@ -615,7 +621,7 @@ class TensorMemory:
     def cuda_index(self) -> int | None:
         """The CUDA ordinal of a ``cuda:N`` device, None for the CPU."""
         kind, _, index = self.device.partition(":")
-        return int(index) if kind == "cuda" and index.isdigit() else None
+        return int(index) if kind == "cuda" and index.isascii() and index.isdigit() and len(index) <= 2 else None
 
 
 @dataclass(frozen=True, slots=True)

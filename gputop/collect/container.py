@@ -48,7 +48,7 @@ _SCOPED_ID = re.compile(
 )
 _CONTAINERD_ID = re.compile(rf".*:cri-containerd:({_HEX_ID})")
 _POD_UID = re.compile(r"(?:^|-)pod([0-9a-fA-F][0-9a-fA-F_-]{7,63})(?:\.slice)?(?::|$)")
-_SLURM_JOB = re.compile(r"job_(\d{1,20})")
+_SLURM_JOB = re.compile(r"job_(\d{1,20})", re.ASCII)  # a bare \d takes other scripts' digits too: ²
 _UNIT = re.compile(r".+\.(?:service|scope)")
 
 _PREFIX_RUNTIME: dict[str, ContainerRuntime] = {

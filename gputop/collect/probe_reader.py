@@ -28,6 +28,7 @@ from gputop.model import (
     PROBE_NONE,
     PROBE_OK,
     PROBE_STALE,
+    TENSOR_DEVICE,
     CudaMemory,
     LoaderConfig,
     LoaderView,
@@ -213,7 +214,7 @@ def _dtypes(value: Any) -> tuple[str, ...] | None:
 
 
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,23}")
-_DEVICE = re.compile(r"cpu|cuda:[0-9]{1,2}")
+_DEVICE = re.compile(TENSOR_DEVICE)
 _CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 _TENSOR_FIELDS = ("parameters", "weights_bytes", "gradients_bytes", "optimizer_bytes", "allocated_after_step_bytes")
 

@@ -38,8 +38,10 @@ LAUNCH_KEYS = (
 
 
 def _env_int(name: str) -> int | None:
+    """A launcher's count or index: ASCII digits only (``str.isdigit`` takes ``²``, which ``int`` refuses), at most
+    seven of them, as the monitor reads the same variables (``gputop.collect.launch_env``)."""
     value = os.environ.get(name, "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 7 else None
 
 
 def _own_start_ticks() -> int | None:

@@ -35,6 +35,7 @@ from gputop.ui.replay.player import ReplayPlayer
 from gputop.ui.replay.source import ReplaySource
 from tests.replay.conftest import findings_ready
 from tests.security.conftest import LocalUser
+from tests.security.test_snapshot_decoder import with_tensor_device
 from tests.ui import scenes, training_scenes
 from tests.ui.conftest import USER, utc  # noqa: F401  (utc: the clocks on screen read the same everywhere)
 
@@ -384,6 +385,30 @@ async def test_a_replay_over_hostile_rows_stays_up_says_so_and_steps_over_them(t
         recording.close()
 
 
+async def test_a_replay_steps_over_a_tensor_device_named_with_other_digits_and_its_training_screen_opens(
+    tmp_path: Path,
+) -> None:
+    """``cuda:²`` passes ``str.isdigit``, and ``int`` then raised on the training screen (``l``): exit 1."""
+    snaps = snapshots()
+    hostile = {rowid: with_tensor_device(snap, "cuda:²") for rowid, snap in enumerate(snaps, 1) if 8 <= rowid <= 12}
+    path = record(tmp_path / "device.gputop", [hostile.get(rowid, snap) for rowid, snap in enumerate(snaps, 1)])
+    recording = open_recording(path)
+    try:
+        player = ReplayPlayer(ReplaySource(recording), play=False, start_time=snaps[9].time)
+        app = replay_app(player, user=USER)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            assert app.snapshot == snaps[12]  # the next readable snapshot after the hostile rows
+            await pilot.press("l")
+            assert type(app.screen).__name__ == "TrainingScreen"
+            await pilot.press("comma")  # back over the hostile rows, on the training screen
+            assert app.snapshot == snaps[6]
+            await pilot.pause()
+            assert app.is_running
+    finally:
+        recording.close()
+
+
 def banner(app: GputopApp) -> str:
     from gputop.ui.widgets.banner import Banner
 
@@ -403,6 +428,7 @@ def test_a_remote_host_sending_hostile_snapshots_gets_only_well_typed_printable_
         {**tree, "gpus": [{**tree["gpus"][0], "temperature_c": [1]}]},
         {**tree, "host": 5},
         {**tree, "processes": [{**tree["processes"][0], "pid": 10**30}]},
+        json.loads(snapshot_json(with_tensor_device(good, "cuda:²"))),
     ]
     lines = [json.dumps(value).encode() for value in hostile]
     lines.append(b"[" * 500_000 + b"]" * 500_000)
@@ -411,7 +437,7 @@ def test_a_remote_host_sending_hostile_snapshots_gets_only_well_typed_printable_
 
     received = stream.feed(b"\n".join(lines) + b"\n")
 
-    assert stream.bad == 6
+    assert stream.bad == 7
     assert received == [dataclasses.replace(good, notices=("\\x1b]0;pwned\\x07",)), good]
 
 

@@ -25,7 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputop.codec import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
+from gputop.codec import (
+    decode_snapshot,
+    delta_json,
+    encode_snapshot,
+    snapshot_from_delta,
+    snapshot_from_json,
+    snapshot_json,
+)
 from gputop.model import Snapshot
 from gputop.sanitize import printable
 from tests.ui import scenes, training_scenes
@@ -165,6 +172,35 @@ def test_a_value_of_the_wrong_type_or_out_of_range_is_a_value_error(case: str) -
     data = zlib.compress(text.encode())
     with pytest.raises(ValueError):
         decode_snapshot(data)
+
+
+def with_tensor_device(snap: Snapshot, device: str) -> Snapshot:
+    """``snap`` with the tensor device of its first training view's probe named ``device``."""
+    view = snap.training[0]
+    tensors = tuple(dataclasses.replace(t, device=device) for t in view.probe.tensors)
+    probe = dataclasses.replace(view.probe, tensors=tensors)
+    return dataclasses.replace(snap, training=(dataclasses.replace(view, probe=probe), *snap.training[1:]))
+
+
+@pytest.mark.parametrize("device", ["cuda:²", "cuda:١", "cuda:𝟘", "cuda:999", "cuda:", "gpu:0", "cuda:0 "])
+def test_a_tensor_device_other_than_cpu_or_cuda_and_ascii_digits_is_a_value_error(device: str) -> None:
+    """``str.isdigit`` takes ``²``, which ``int`` does not: such a device crashed the training screen of a replay
+    and of a remote host."""
+    base = REAL[0]
+    assert base.training[0].probe.tensors, "the scene has a tensor device to change"
+    hostile = with_tensor_device(base, device)
+    with pytest.raises(ValueError, match=r"TensorMemory\.device"):
+        snapshot_from_json(snapshot_json(hostile))
+    with pytest.raises(ValueError, match=r"TensorMemory\.device"):
+        snapshot_from_delta(delta_json(hostile, base), base)
+
+
+def test_the_tensor_devices_gputop_writes_still_decode() -> None:
+    base = REAL[0]
+    for device in ("cpu", "cuda:0", "cuda:63"):
+        snap = with_tensor_device(base, device)
+        assert snapshot_from_json(snapshot_json(snap)) == snap
+        assert snapshot_from_delta(delta_json(snap, base), base) == snap
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000, 1_000_000])

@@ -88,6 +88,17 @@ def test_report_carries_the_loader_configuration_as_requested_and_in_effect(prob
     assert (loader["passes"], loader["batches"]) == (3, 15)
 
 
+@pytest.mark.parametrize("rank", ["²", "١", "99999999999999999999"])
+def test_a_rank_that_is_not_ascii_digits_is_unknown_and_the_report_still_written(probe_dir, monkeypatch, rank):
+    """``str.isdigit`` takes ``²``, which ``int`` refuses: the report then failed to build, every time."""
+    monkeypatch.setenv("RANK", rank)
+    job, report = run_job(probe_dir, "--workers", "0", "--epochs", "1", "--batches", "2")
+
+    assert job.returncode == 0, job.stderr
+    assert report is not None and (report["rank"], report["failures"]) == (None, 0)
+    assert report["launch"]["RANK"] == rank  # kept as text, for the monitor to check (launch_env)
+
+
 def test_persistent_iterators_count_each_pass(probe_dir):
     job, report = run_job(probe_dir, "--workers", "1", "--persistent", "--epochs", "4", "--batches", "3")
 

@@ -88,3 +88,11 @@ def test_cuda_devices_come_first() -> None:
     cpu = TensorMemory("cpu", weights_bytes=4)
     devices = device_memory(ProbeReport(PROBE_OK, tensors=(cpu, TENSORS, TensorMemory("cuda:1")), cuda=(STATS,)))
     assert [d.device for d in devices] == ["cuda:0", "cuda:1", "cpu"]
+
+
+@pytest.mark.parametrize("device", ["cuda:²", "cuda:١", "cuda:", "cuda:123", "gpu:0"])
+def test_a_device_without_an_ascii_cuda_ordinal_has_none_and_its_parts_are_still_shown(device: str) -> None:
+    tensors = TensorMemory(device, weights_bytes=100, gradients_bytes=100, optimizer_bytes=200)
+    assert tensors.cuda_index is None
+    (shown,) = device_memory(ProbeReport(PROBE_OK, tensors=(tensors,), cuda=(STATS,)))
+    assert (shown.device, shown.gpu_index, shown.weights) == (device, None, 100)

@@ -233,6 +233,12 @@ def test_a_job_directory_outside_slurm_is_not_a_slurm_job() -> None:
     assert found is not None and found.runtime == "cgroup"
 
 
+@pytest.mark.parametrize("job", ["job_²", "job_١٢٣"])
+def test_a_slurm_job_id_is_ascii_digits(job: str) -> None:
+    found, _ = container_of(f"0::/system.slice/slurmstepd.scope/{job}/step_0/user/task_0\n")
+    assert found is not None and found.runtime != "slurm"
+
+
 def test_labels_read_as_the_table_shows_them() -> None:
     assert Container("docker", "/", id=HEX).label == "docker 0123456789ab"
     assert Container("kubernetes", "/", id=HEX, pod_uid="7f3a9c01-aaaa").label == "k8s 7f3a9c/01234567"
