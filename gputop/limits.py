@@ -7,5 +7,9 @@ MIN_INTERVAL_S = 0.1
 MAX_SECONDS = 86_400.0
 """The longest interval, duration or window any option takes: a day. Longer ones are typing mistakes, and past
 about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""
+MIN_WINDOW_S = 1.0
+"""The shortest advisor window an option takes: ``gputop report --pid`` and ``gputop run --headless`` snapshot eight
+times a window (``gputop.advisor.report.WINDOW_SAMPLES``), so a shorter one would sample faster than
+``MIN_INTERVAL_S`` (``--window 1e-300`` took 700 snapshots a second)."""
 MAX_PID = 4_194_304
 """The kernel's ``PID_MAX_LIMIT`` on 64-bit Linux: no process id is larger."""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gputop.limits import MAX_PID, MAX_SECONDS, MIN_INTERVAL_S
+from gputop.limits import MAX_PID, MAX_SECONDS, MIN_INTERVAL_S, MIN_WINDOW_S
 
 if TYPE_CHECKING:
     from gputop.advisor import AdvisorConfig
@@ -74,6 +74,16 @@ def seconds(text: str) -> float:
     return value
 
 
+def window(text: str) -> float:
+    """The advisor's window: from ``MIN_WINDOW_S`` to a day."""
+    value = number(text, "a number of seconds")
+    if not MIN_WINDOW_S <= value <= MAX_SECONDS:  # also rejects NaN and infinities
+        raise argparse.ArgumentTypeError(
+            f"must be from {MIN_WINDOW_S:g} to {MAX_SECONDS:.0f} seconds (a day), got {text}"
+        )
+    return value
+
+
 _JOB_ID = re.compile(r"[0-9a-f]{1,16}", re.ASCII)
 
 
@@ -131,6 +141,6 @@ def byte_size(text: str) -> int:
     if match is None or match.group(2) not in _SIZE_UNITS:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (as 80GiB, 512MiB or 40GB)")
     value = number(match.group(1), "a size") * _SIZE_UNITS[match.group(2)]
-    if not 0 < value < 2**63:  # also rejects NaN
+    if not 1 <= value < 2**63:  # also rejects NaN, and less than a byte (0.5, 1e-9GiB)
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (as 80GiB, 512MiB or 40GB)")
     return int(value)

@@ -28,7 +28,7 @@ def add_parser(commands: Any) -> None:
     demo.add_argument("--headless", action="store_true", help="no dashboard: status lines, then the findings")
     demo.add_argument(
         "--window",
-        type=checks.seconds,
+        type=checks.window,
         default=bundled.WINDOW_S,
         metavar="SECONDS",
         dest="demo_window",

@@ -42,7 +42,7 @@ def add_parser(commands: Any) -> None:
         help=f"how long to watch (default {REPORT_SECONDS:g}; at least one --window)",
     )
     report.add_argument("--json", action="store_true", dest="report_as_json", help="print a JSON document")
-    report.add_argument("--window", type=checks.seconds, metavar="SECONDS", dest="report_window", help=WINDOW_HELP)
+    report.add_argument("--window", type=checks.window, metavar="SECONDS", dest="report_window", help=WINDOW_HELP)
 
 
 def watch_seconds(args: argparse.Namespace) -> float | None:

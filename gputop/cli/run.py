@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         "--record", metavar="FILE", help="record every snapshot of the job into FILE, a new recording (gputop replay)"
     )
     run.add_argument(
-        "--window", type=checks.seconds, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}"
+        "--window", type=checks.window, metavar="SECONDS", dest="run_window", help=f"advisor: {WINDOW_HELP}"
     )
     run.add_argument(
         "--detach", action="store_true", help="leave CMD running if gputop is killed (by default it ends with gputop)"

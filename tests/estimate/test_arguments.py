@@ -25,7 +25,9 @@ def test_a_plain_number_is_bytes():
     assert byte_size("4096") == 4096
 
 
-@pytest.mark.parametrize("text", ["", "GiB", "80 parsecs", "-1GiB", "0", "nanGiB", "1e400GiB", "٨٠GiB"])
+@pytest.mark.parametrize(
+    "text", ["", "GiB", "80 parsecs", "-1GiB", "0", "nanGiB", "1e400GiB", "٨٠GiB", "0.5", "1e-10GiB", "1e-300"]
+)
 def test_bad_sizes_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         byte_size(text)

@@ -87,10 +87,21 @@ def test_a_recording_without_snapshots_is_one_line_and_exit_1(tmp_path: Path) ->
         (["--at", "03:00"], "--at: 03:00 is not in the recording (2025-11-23 12:10:22 to 12:13:20)"),
         (["--at", "1h"], "--at: 1h is past the end: the recording is 2m58s long"),
         (["--speed", "fast"], "not a speed: 'fast'"),
-        (["--speed", "0"], "the speed must be above 0"),
+        (["--speed", "0"], "the speed must be from 0.01 to 1000, got 0"),
+        (["--speed", "1e-9"], "the speed must be from 0.01 to 1000, got 1e-9"),
+        (["--speed", "1_0"], "not a speed: '1_0'"),
         (["--pid", "-3"], "not a process id"),
     ],
-    ids=["at-word", "at-outside", "at-past-the-end", "speed-word", "speed-zero", "pid"],
+    ids=[
+        "at-word",
+        "at-outside",
+        "at-past-the-end",
+        "speed-word",
+        "speed-zero",
+        "speed-tiny",
+        "speed-underscore",
+        "pid",
+    ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path: Path, option: list[str], says: str) -> None:
     path = record(tmp_path / "job.gputop", job_snapshots())

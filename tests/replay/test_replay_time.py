@@ -74,8 +74,8 @@ def test_bad_jumps_say_why_in_one_line(text: str, says: str) -> None:
 
 
 def test_speeds() -> None:
-    assert [parse_speed(t) for t in ("4", "x4", "×4", "4x", "0.25")] == [4, 4, 4, 4, 0.25]
-    for bad in ("fast", "0", "-1", "nan", "inf", "2000"):
+    assert [parse_speed(t) for t in ("4", "x4", "×4", "4x", "0.25", "0.01", "1e2")] == [4, 4, 4, 4, 0.25, 0.01, 100]
+    for bad in ("fast", "0", "-1", "nan", "inf", "2000", "1e-9", "0.009", "1e-300", "1_0", "٤", " "):
         with pytest.raises(ValueError):
             parse_speed(bad)
     assert next_speed(1, faster=True) == 2 and next_speed(16, faster=True) == 64 and next_speed(64, True) == 64

@@ -70,6 +70,10 @@ def invocations(files: Path) -> list[Invocation]:
         shared = option in (("-d",), ("report", "--pid", "1", "--seconds"))
         for bad in every_bad_number if shared else ["1e308", "nan", "١"]:
             cases.append(Invocation((*option, bad, *tail)))
+    # A window shorter than a second had report --pid and run --headless snapshot as fast as they could.
+    for window in ("1e-300", "0.01", "0.5"):
+        cases.append(Invocation(("report", "--pid", "1", "--window", window, "--seconds", "1")))
+        cases.append(Invocation(("run", "--headless", "--window", window, "--", "true")))
     pid_forms = [HUGE, "١", "0", "-5", "+5", " 7", "abc", "4194305", ""]
     for pid in pid_forms:
         cases.append(Invocation(("--pid", pid, "--once")))

@@ -16,6 +16,9 @@ from gputop.formatting import fmt_clock, fmt_length
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
 """The steps of ``[`` and ``]``: how many recorded seconds play in one second."""
+MIN_SPEED = 0.01
+"""The slowest ``--speed``: a recorded second every 100 s. Slower, nothing moves on screen for minutes (``.`` steps);
+at ``1e-9`` the next snapshot was due in 30 years, and at ``1e-300`` past what a timer can hold."""
 MAX_SPEED = 1000.0
 JUMP_FORMS = "HH:MM[:SS], +90s, -5m, 1h02m03s from the start"
 
@@ -23,19 +26,20 @@ JUMP_FORMS = "HH:MM[:SS], +90s, -5m, 1h02m03s from the start"
 _CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d*)?))?", re.ASCII)
 _OFFSET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d*)?)s)?", re.ASCII)
 _SECONDS = re.compile(r"\d+(?:\.\d*)?", re.ASCII)
+_SPEED = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?", re.ASCII)
+"""A plain decimal, lowercased: ``float`` also takes ``1_0``, spaces, ``nan``, ``infinity`` and other scripts'
+digits."""
 
 
 def parse_speed(text: str) -> float:
-    """``4``, ``x4``, ``×4``, ``4x`` or ``0.25``: a positive speed up to ``MAX_SPEED``. ValueError otherwise."""
+    """``4``, ``x4``, ``×4``, ``4x`` or ``0.25``: a speed from ``MIN_SPEED`` to ``MAX_SPEED``. ValueError
+    otherwise."""
     cleaned = text.strip().lower().removeprefix("×").removeprefix("x").removesuffix("x").removesuffix("×")
-    try:
-        if not cleaned.isascii():
-            raise ValueError
-        value = float(cleaned)
-    except ValueError:
-        raise ValueError(f"not a speed: {text!r} (a number such as 0.5, 4 or x16)") from None
-    if not 0 < value <= MAX_SPEED:  # also rejects NaN
-        raise ValueError(f"the speed must be above 0 and at most {MAX_SPEED:g}, got {text}")
+    if not _SPEED.fullmatch(cleaned):
+        raise ValueError(f"not a speed: {text!r} (a number such as 0.5, 4 or x16)")
+    value = float(cleaned)
+    if not MIN_SPEED <= value <= MAX_SPEED:
+        raise ValueError(f"the speed must be from {MIN_SPEED:g} to {MAX_SPEED:g}, got {text}")
     return value
 
 
