@@ -207,7 +207,7 @@ def test_a_file_that_cannot_be_reported_is_one_line_and_exit_2(tmp_path, make, s
     [
         (("FILE", "--seconds", "30"), "--seconds is for watching a live job: a recording is reported whole"),
         ((), "gputop report needs --pid PID (a live job) or a recording FILE"),
-        (("FILE", "--window", "0"), "must be a positive number of seconds"),
+        (("FILE", "--window", "0"), "must be from 1 to 86400 seconds (a day), got 0"),
     ],
 )
 def test_bad_arguments_for_a_recording_are_one_line_and_exit_2(recording, args, says):
