@@ -26,6 +26,7 @@ from gputop.model import (
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
     GPM_PROFILE_FIELDS,
+    INVALID_VALUE,
     TENSOR_DEVICE,
     TORCH_MAIN_THREAD,
     Container,
@@ -38,6 +39,7 @@ from gputop.model import (
     evidence_of,
     frozen_reasons,
 )
+from gputop.plausible import KEEPS_REASONS, RANGES, parts_over
 from gputop.sanitize import printable
 
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -132,33 +134,54 @@ def _brief(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+class _Implausible:
+    """What a number decodes to that has its field's type but not its range (``gputop.plausible``): the object
+    that holds it then has None there, with the reason ``INVALID_VALUE``, or is refused where it keeps no
+    reasons."""
+
+    def __repr__(self) -> str:
+        return "IMPLAUSIBLE"
+
+
+IMPLAUSIBLE = _Implausible()
+
+
 @functools.cache
-def _decoder(hint: object, epoch: bool = False, optional: bool = False) -> Decoder:
+def _decoder(
+    hint: object,
+    epoch: bool = False,
+    optional: bool = False,
+    plausible: tuple[float, float] | None = None,
+    refuse: bool = False,
+) -> Decoder:
     """A function from the JSON value of a field typed ``hint`` to the model's value, built once per type from the
     type hints (walking the hints anew for every value costs twice as much). It raises ValueError for a value of
     another type, a number out of range (``epoch``: a time in seconds since the epoch) or ``None`` where the hint
     does not allow it; every string comes out ``printable``, since it may have been written by someone else.
 
-    Each decoder checks the value it expects first and ``None`` after: most values are there."""
+    A number of the right type outside ``plausible`` (its field's range in ``gputop.plausible``) decodes to
+    ``IMPLAUSIBLE``; in a tuple, or with ``refuse``, it raises ValueError. Each decoder checks the value it
+    expects first and ``None`` after: most values are there."""
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is types.UnionType:
         [inner] = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _decoder(inner, epoch, True)
+        return _decoder(inner, epoch, True, plausible, refuse)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _dataclass_decoder(hint, optional)
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            item = _decoder(args[0])
+            item = _decoder(args[0], plausible=plausible, refuse=True)
             return _checked(list, lambda value: tuple(map(item, value)), optional)
-        items = tuple(_decoder(a) for a in args)
+        items = tuple(_decoder(a, plausible=plausible, refuse=True) for a in args)
         return _checked(list, lambda value: tuple(d(v) for d, v in zip(items, value, strict=True)), optional)
     if origin is Mapping and typing.get_args(hint) == (str, str):
         return _checked(dict, _reasons, optional)
     if hint is float:
-        return _number(0.0 if epoch else -MAX_FLOAT, MAX_TIME if epoch else MAX_FLOAT, float, optional)
+        low, high = (0.0, MAX_TIME) if epoch else (-MAX_FLOAT, MAX_FLOAT)
+        return _number(low, high, float, optional, plausible, refuse)
     if hint is int:
-        return _number(-MAX_INT, MAX_INT, int, optional)
+        return _number(-MAX_INT, MAX_INT, int, optional, plausible, refuse)
     if hint is bool:
         return _flag(optional)
     if hint is str:
@@ -168,17 +191,26 @@ def _decoder(hint: object, epoch: bool = False, optional: bool = False) -> Decod
     raise TypeError(f"no decoder for {hint!r}")  # a model field of a new kind: teach the decoder about it
 
 
-def _number(low: float, high: float, kind: type, optional: bool) -> Decoder:
-    """A number from ``low`` to ``high``: an int, or for a float field an int or a float (JSON keeps ``61`` an int)."""
+def _number(
+    low: float, high: float, kind: type, optional: bool, plausible: tuple[float, float] | None, refuse: bool
+) -> Decoder:
+    """A number from ``low`` to ``high``: an int, or for a float field an int or a float (JSON keeps ``61`` an int).
+    One outside ``plausible`` is ``IMPLAUSIBLE`` (with ``refuse``, a ValueError)."""
     kinds = frozenset({int, kind})
     what = f"{'a number' if kind is float else 'an integer'} from {low:g} to {high:g}"
+    within = (low, high) if plausible is None else (max(low, plausible[0]), min(high, plausible[1]))
+    near, far = within
 
     def decode(value: object) -> object:
         # type(), not isinstance: JSON's true is an int to Python. NaN fails both comparisons.
-        if type(value) in kinds and low <= value <= high:  # type: ignore[operator]
+        if type(value) in kinds and near <= value <= far:  # type: ignore[operator]
             return value
         if value is None and optional:
             return None
+        if type(value) in kinds and low <= value <= high:  # type: ignore[operator]
+            if refuse:
+                raise ValueError(f"{_brief(value)} is out of range ({near:g} to {far:g})")
+            return IMPLAUSIBLE
         raise ValueError(f"expected {what}, not {_brief(value)}")
 
     return decode
@@ -228,6 +260,7 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
     # Fields are looked up at the first decode: a model class may refer to itself (a tree) through its hints. The
     # tuple is built whole, then published, so a thread decoding at the same time never sees half of it.
     fields: list[tuple[tuple[str, Decoder], ...]] = []
+    ranged = cls in RANGES
 
     def decode(value: object) -> object:
         if type(value) is not dict:
@@ -252,6 +285,11 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             text = found.get(name)
             if isinstance(text, str) and not form.fullmatch(text):
                 raise ValueError(f"{cls.__name__}.{name}: not of the form {form.pattern}")
+        if ranged:
+            bad = _out_of_range(cls, found.get, IMPLAUSIBLE in found.values(), found)
+            if bad:
+                found["unavailable"] = _implausible(cls, bad, found.get, found.get("unavailable"))
+                found.update(dict.fromkeys(bad))
         later = [name for name in ADDED_LATER.get(cls, ()) if name not in value]
         if later:
             reasons = dict(typing.cast("Mapping[str, str]", found.get("unavailable", {})))
@@ -262,6 +300,22 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             raise ValueError(f"{cls.__name__}: {exc}") from None
 
     return decode
+
+
+def _out_of_range(cls: type, value_of: Callable[[str], object], marked: bool, names: typing.Iterable[str]) -> list[str]:
+    """The fields of a ``cls`` out of their range: those ``marked`` ``IMPLAUSIBLE`` by their decoder (looked for
+    among ``names`` only when some are), and the parts that exceed their whole (``AT_MOST``)."""
+    bad = [name for name in names if value_of(name) is IMPLAUSIBLE] if marked else []
+    return bad + parts_over(cls, value_of, bad)
+
+
+def _implausible(cls: type, bad: list[str], value_of: Callable[[str], object], reasons: object) -> Mapping[str, str]:
+    """The reasons of a ``cls`` whose ``bad`` fields are out of range (``gputop.plausible``), which become None:
+    ``INVALID_VALUE`` for each. ValueError for a class that keeps no reasons: no gputop wrote such a value."""
+    if cls not in KEEPS_REASONS:
+        name = bad[0]
+        raise ValueError(f"{cls.__name__}.{name}: {_brief(value_of(name))} is out of range")
+    return frozen_reasons({**typing.cast("Mapping[str, str]", reasons or {}), **dict.fromkeys(bad, INVALID_VALUE)})
 
 
 HOST_FIELDS = frozenset({(GpuProcess, "host"), (Worker, "host")})
@@ -282,7 +336,7 @@ def _field_decoders(cls: type) -> tuple[tuple[str, Decoder], ...]:
         elif cls is Snapshot and name == "host_processes":
             decoders.insert(0, (name, _publishing_hosts(_decoder(hint))))
         else:
-            decoders.append((name, _decoder(hint, name in _TIME_FIELDS)))
+            decoders.append((name, _decoder(hint, name in _TIME_FIELDS, plausible=RANGES.get(cls, {}).get(name))))
     return tuple(decoders)
 
 
@@ -567,6 +621,8 @@ class _Shape:
     """``TEXT_LIMITS`` of the class: position, name, most characters."""
     forms: tuple[tuple[int, str, re.Pattern[str]], ...]
     """``TEXT_FORMS`` of the class: position, name, pattern."""
+    ranged: bool
+    """Whether ``gputop.plausible`` holds any of its numbers to a range."""
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -615,6 +671,9 @@ def _make_shape(cls: type) -> _Shape:
             low, high = (
                 (-MAX_INT, MAX_INT) if inner[0] is int else (0.0, MAX_TIME) if epoch else (-MAX_FLOAT, MAX_FLOAT)
             )
+            plausible = RANGES.get(cls, {}).get(name)
+            if plausible is not None:  # checked in line within it; its decoder says what a value outside it is
+                low, high = max(low, plausible[0]), min(high, plausible[1])
             ranges[name] = (low, high, frozenset({int, inner[0]}))
         names.append(name)
         kinds.append(kind)
@@ -646,6 +705,7 @@ def _make_shape(cls: type) -> _Shape:
         },
         limits=tuple((names.index(name), name, limit) for name, limit in TEXT_LIMITS.get(cls, {}).items()),
         forms=tuple((names.index(name), name, form) for name, form in TEXT_FORMS.get(cls, {}).items()),
+        ranged=cls in RANGES,
     )
 
 
@@ -796,6 +856,20 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
         text = values[i]
         if isinstance(text, str) and not form.fullmatch(text):
             raise ValueError(f"{shape.cls.__name__}.{field_name}: not of the form {form.pattern}")
+    if shape.ranged:
+        position = shape.position
+
+        def value_of(name: str) -> object:
+            return values[position[name]]
+
+        bad = _out_of_range(shape.cls, value_of, IMPLAUSIBLE in values, shape.names)
+        if bad:
+            where = position.get("unavailable")
+            reasons = _implausible(shape.cls, bad, value_of, None if where is None else values[where])
+            assert where is not None  # a class without reasons is refused above
+            values[where] = reasons
+            for name in bad:
+                values[position[name]] = None
     return shape.build(values)
 
 

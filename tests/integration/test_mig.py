@@ -11,6 +11,7 @@ import pytest
 
 from gputop.collect.nvml import NvmlCollector
 from gputop.model import (
+    INVALID,
     MEASURING,
     MIG_DISABLED,
     MIG_ENABLED,
@@ -137,6 +138,21 @@ def test_instances_are_read_by_slot_with_their_facts_memory_and_activity(fake_dr
         assert gpu.unavailable[name] == NOT_IN_MIG_MODE
     other = gpus[1]
     assert (other.mig_mode, other.mig, other.utilization_gpu_percent) == (MIG_DISABLED, (), 87)
+
+
+def test_an_instance_reading_out_of_range_is_null_with_the_drivers_reason(fake_driver, collector):
+    gpu = h100_mig(0)
+    gpu.mig[0].gpm_sm_util = 150.0
+    gpu.mig[1].memory_used = gpu.mig[1].memory_total + GIB
+    fake_driver(FakeState(gpus=[gpu]))
+
+    gpus, _ = two_readings(collector)
+
+    first, second, _ = gpus[0].mig
+    assert (first.sm_activity_percent, first.unavailable["sm_activity_percent"]) == (None, INVALID)
+    assert first.tensor_activity_percent == 48.0
+    assert (second.memory_used_bytes, second.unavailable["memory_used_bytes"]) == (None, INVALID)
+    assert second.memory_total_bytes == 20 * GIB - 512 * 1024**2
 
 
 def test_activity_is_measuring_at_the_first_reading(fake_driver, collector):

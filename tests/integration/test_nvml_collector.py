@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputop.collect.nvml import NvmlCollector
-from gputop.model import GPU_LOST_STATE, GPU_OK, MEASURING, NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
+from gputop.model import GPU_LOST_STATE, GPU_OK, INVALID, MEASURING, NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
 from tests.fakenvml.build import call_count
 from tests.fakenvml.state import FakeProcess, FakeSample, FakeState
 from tests.machines import GIB, h100
@@ -296,6 +296,18 @@ def test_per_process_utilization_reads_only_newer_samples(fake_driver, collector
 
     assert (first[0].sm_percent, first[0].memory_bandwidth_percent) == (40, 10)
     assert (second[0].sm_percent, second[0].memory_bandwidth_percent) == (80, 30)
+
+
+def test_a_process_utilization_over_100_percent_is_null_with_the_drivers_reason(fake_driver, collector):
+    now_us = int(time.time() * 1e6)
+    gpu = h100(0, processes=[FakeProcess(pid=4242, used_memory=GIB)])
+    gpu.samples = [FakeSample(pid=4242, timestamp_us=now_us - 1_000_000, sm=250, mem=30)]
+    fake_driver(FakeState(gpus=[gpu]))
+
+    _, (process,) = collector.read(slow=True)
+
+    assert (process.sm_percent, process.unavailable["sm_percent"]) == (None, INVALID)
+    assert (process.memory_bandwidth_percent, process.gpu_memory_bytes) == (30, GIB)
 
 
 def test_no_new_utilization_samples_is_not_an_error(fake_driver, collector):

@@ -29,6 +29,7 @@ from gputop.model import Snapshot
 from gputop.remote.stream import SnapshotStream
 from gputop.store import Recorder, RecordingError, open_recording
 from gputop.store import recording as recording_module
+from gputop.table import render_text
 from gputop.ui.app import GputopApp
 from gputop.ui.replay.app import replay_app
 from gputop.ui.replay.player import ReplayPlayer
@@ -439,6 +440,25 @@ def test_a_remote_host_sending_hostile_snapshots_gets_only_well_typed_printable_
 
     assert stream.bad == 7
     assert received == [dataclasses.replace(good, notices=("\\x1b]0;pwned\\x07",)), good]
+
+
+def test_a_remote_host_sending_implausible_gpu_values_shows_them_as_unavailable() -> None:
+    """−50 %, 1e14 %, −1e15 °C and "16.0EiB / 0B" were shown as a host sent them."""
+    good = snapshots(1)[0]
+    tree = json.loads(snapshot_json(good))
+    gpu = tree["gpus"][0]
+    gpu.update(utilization_gpu_percent=-50, sm_activity_percent=1e14, temperature_c=-1e15)
+    gpu.update(memory_used_bytes=2**64 - 1, memory_total_bytes=0)
+    stream = SnapshotStream(1.0)
+
+    (received,) = stream.feed(json.dumps(tree).encode() + b"\n")
+
+    shown = received.gpus[0]
+    for name in ("utilization_gpu_percent", "sm_activity_percent", "temperature_c", "memory_used_bytes"):
+        assert (getattr(shown, name), shown.unavailable[name]) == (None, "invalid value")
+    text = render_text(received)
+    assert "-50" not in text and "1e+14" not in text and "EiB" not in text and "-1e+15" not in text
+    assert stream.bad == 0  # the rest of the snapshot is shown
 
 
 # -- who can read a recording ------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from gputop.codec import (
     snapshot_json,
 )
 from gputop.model import Snapshot
+from gputop.plausible import KEEPS_REASONS, RANGES, out_of_range
 from gputop.sanitize import printable
 from tests.ui import scenes, training_scenes
 
@@ -69,6 +70,8 @@ def check_well_typed(value: object, hint: object = Snapshot, where: str = "snaps
     assert value is not None, f"{where} is None but not optional"
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         assert type(value) is hint, f"{where}: {type(value).__name__}, not {hint.__name__}"
+        bad = out_of_range(hint, lambda name: getattr(value, name))
+        assert not bad, f"{where}: {bad} out of range"
         hints = typing.get_type_hints(hint)
         for field in dataclasses.fields(hint):
             check_well_typed(getattr(value, field.name), hints[field.name], f"{where}.{field.name}")
@@ -201,6 +204,103 @@ def test_the_tensor_devices_gputop_writes_still_decode() -> None:
         snap = with_tensor_device(base, device)
         assert snapshot_from_json(snapshot_json(snap)) == snap
         assert snapshot_from_delta(delta_json(snap, base), base) == snap
+
+
+def replaced(node: object, path: tuple[object, ...], value: object) -> object:
+    """``node`` (a model object, or a tuple of them) with the value at ``path`` (field names and indexes)
+    replaced."""
+    if not path:
+        return value
+    key, rest = path[0], path[1:]
+    if isinstance(key, int):
+        assert isinstance(node, tuple)
+        return (*node[:key], replaced(node[key], rest, value), *node[key + 1 :])
+    assert isinstance(key, str)
+    return dataclasses.replace(node, **{key: replaced(getattr(node, key), rest, value)})  # type: ignore[type-var]
+
+
+def owner_at(snap: Snapshot, path: tuple[object, ...]) -> object:
+    node: object = snap
+    for key in path[:-1]:
+        node = node[key] if isinstance(key, int) else getattr(node, key)  # type: ignore[index]
+    return node
+
+
+IMPLAUSIBLE = {
+    "-50 %": (("gpus", 0, "utilization_gpu_percent"), -50.0),
+    "1e14 %": (("gpus", 0, "sm_activity_percent"), 1e14),
+    "-1e15 °C": (("gpus", 0, "temperature_c"), -1e15),
+    "16 EiB used": (("gpus", 0, "memory_used_bytes"), 2**64 - 1),
+    "more used than the total": (("gpus", 0, "memory_used_bytes"), 80 * 2**30 + 1),
+    "a negative power": (("gpus", 0, "power_w"), -5.0),
+    "P99": (("gpus", 0, "pstate"), 99),
+    "a clock of 4294967295 MHz": (("gpus", 0, "clock_sm_mhz"), 2**32 - 1),
+    "a process at 150 % of its GPU": (("processes", 0, "sm_percent"), 150.0),
+    "a process at -1 % CPU": (("host_processes", 0, "cpu_percent"), -1.0),
+    "a negative RSS": (("host_processes", 0, "rss_bytes"), -(2**40)),
+    "a worker's negative memory": (("training", 0, "workers", 0, "uss_bytes"), -1),
+    "a main thread busy twice over": (("training", 0, "main_thread", "busy_share"), 2.0),
+    "a data wait share of 5": (("training", 0, "probe", "loaders", 0, "data_wait_share"), 5.0),
+}
+
+
+@pytest.mark.parametrize("case", IMPLAUSIBLE, ids=list(IMPLAUSIBLE))
+def test_a_value_out_of_its_range_is_null_with_the_reason_invalid_value(case: str) -> None:
+    """The decoder checked types and not ranges: −50 %, 1e14 %, −1e15 °C and "16.0EiB / 0B" were shown."""
+    path, value = IMPLAUSIBLE[case]
+    base = REAL[0]
+    name = path[-1]
+    assert getattr(owner_at(base, path), name) is not None, "the scene has the value to change"
+    hostile = replaced(base, path, value)
+    whole = snapshot_from_json(snapshot_json(hostile))  # type: ignore[arg-type]
+    delta = snapshot_from_delta(delta_json(hostile, base), base)  # type: ignore[arg-type]
+    for snap in (whole, delta):
+        owner = owner_at(snap, path)
+        assert getattr(owner, name) is None
+        assert owner.unavailable[name] == "invalid value"  # type: ignore[attr-defined]
+        assert (
+            snap
+            == replaced(  # nothing else changed
+                base,
+                path[:-1],
+                dataclasses.replace(owner_at(base, path), **{name: None}, unavailable=owner.unavailable),
+            )
+        )
+        check_well_typed(snap)
+
+
+NO_REASON_KEPT = {
+    "the host's CPU at -50 %": (("host", "cpu_percent"), -50.0),
+    "a core at 300 %": (("host", "cpu_percent_per_core"), (300.0,)),
+    "more host memory used than there is": (("host", "memory_used_bytes"), 2**62),
+    "the workers at -1 % CPU": (("training", 0, "workers_cpu_percent"), -1.0),
+    "negative CUDA memory": (("training", 0, "probe", "cuda", 0, "allocated_bytes"), -(2**30)),
+    "a negative tensor size": (("training", 0, "probe", "tensors", 0, "weights_bytes"), -1),
+}
+
+
+@pytest.mark.parametrize("case", NO_REASON_KEPT, ids=list(NO_REASON_KEPT))
+def test_a_value_out_of_range_where_no_reason_is_kept_refuses_the_snapshot(case: str) -> None:
+    """The host's totals and the probe's counters keep no reasons: no gputop writes them out of range."""
+    path, value = NO_REASON_KEPT[case]
+    base = REAL[0]
+    hostile = replaced(base, path, value)
+    with pytest.raises(ValueError, match="out of range"):
+        snapshot_from_json(snapshot_json(hostile))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="out of range"):
+        snapshot_from_delta(delta_json(hostile, base), base)  # type: ignore[arg-type]
+
+
+def test_every_field_bounded_where_reasons_are_kept_may_be_null() -> None:
+    """A value out of range becomes None there: the field must allow it."""
+    for cls, ranges in RANGES.items():
+        hints = typing.get_type_hints(cls)
+        for name in ranges:
+            assert name in hints, f"{cls.__name__}.{name} is no field"
+            if cls in KEEPS_REASONS:
+                assert type(None) in typing.get_args(hints[name]), f"{cls.__name__}.{name} cannot be None"
+    for cls in KEEPS_REASONS:
+        assert "unavailable" in typing.get_type_hints(cls)
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000, 1_000_000])

@@ -30,12 +30,14 @@ from gputop.model import (
     DRIVER_OK,
     DRIVER_UNAVAILABLE,
     GPU_OK,
+    INVALID,
     UNSUPPORTED,
     DriverInfo,
     Gpu,
     GpuProcess,
     frozen_reasons,
 )
+from gputop.plausible import bounded
 
 try:
     import pynvml
@@ -215,20 +217,24 @@ class NvmlCollector:
             device.read_slow(slot)
             if in_mig:
                 mig.find_instances(slot)
-                slot.processes = mig.read_processes(slot, self._variants)
+                found = mig.read_processes(slot, self._variants)
             else:
-                slot.processes = read_processes(slot, self._variants, self.sample_stale_s)
+                found = read_processes(slot, self._variants, self.sample_stale_s)
+            slot.processes = [bounded(process, INVALID) for process in found]
         for name, value in slot.slow.items():
             put(name, value, slot.slow_reasons.get(name))
         if in_mig:
             mig.no_utilization(reasons)
-            values["mig"] = mig.read_instances(slot, self._variants)
-
-        return Gpu(
-            index=slot.index,
-            uuid=slot.uuid,
-            name=slot.name,
-            state=GPU_OK,
-            unavailable=frozen_reasons(reasons),
-            **values,
+            values["mig"] = tuple(bounded(instance, INVALID) for instance in mig.read_instances(slot, self._variants))
+        # A broken board or a vGPU host can answer anything (4294967295 °C): out of range is no reading.
+        return bounded(
+            Gpu(
+                index=slot.index,
+                uuid=slot.uuid,
+                name=slot.name,
+                state=GPU_OK,
+                unavailable=frozen_reasons(reasons),
+                **values,
+            ),
+            INVALID,
         )
