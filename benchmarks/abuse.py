@@ -6,14 +6,17 @@
 - **Remote streams:** the real `gputop --host` dashboard in tmux, fed through a fake ssh (the `GPUTOP_SSH` command)
   with one 80 MiB line without a newline, then a good snapshot; and with 18,000 valid snapshots in 5 s; the
   dashboard process's CPU and peak RSS (`VmHWM`) after 12 s.
+- **Replay:** the real `gputop replay` in tmux over a recording of 320 rows, each within the limits of one
+  snapshot, that decode to tens of MiB each (`wide_rows` of `tests/security/test_recordings.py`), `$` pressed
+  (the end, and the five minutes of graphs before it); the replay's peak RSS (`VmHWM`) and CPU after 12 s.
 - **Exporter:** scrape latency with 50 concurrent scrapers on loopback (`abuse_exporter.py`).
 - **Command line:** every invocation in `tests/security/cli_abuse.py`, run as a real process; the count that
   print a traceback.
 
-Targets (docs/security.md): under 100 MiB and 2 s of CPU for the worst recording and the worst stream, exporter p99
-under 100 ms, 0 tracebacks.
+Targets (docs/security.md): under 100 MiB and 2 s of CPU for the worst recording and the worst stream, a replay
+within its cache's 128 MiB of what it holds without one, exporter p99 under 100 ms, 0 tracebacks.
 
-usage: python benchmarks/abuse.py [--only recordings|remote|exporter|cli]
+usage: python benchmarks/abuse.py [--only recordings|remote|replay|exporter|cli] [--code CHECKOUT]
 """
 
 from __future__ import annotations
@@ -38,13 +41,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from abuse_exporter import exporter_p99_ms  # noqa: E402
 
 from gputop.codec import snapshot_json  # noqa: E402
+from gputop.formatting import fmt_length  # noqa: E402
 from tests.security.cli_abuse import has_traceback, invocations, run_invocation  # noqa: E402
-from tests.security.test_recordings import bombed, generated_zeroblob  # noqa: E402
+from tests.security.test_recordings import bombed, generated_zeroblob, wide_rows  # noqa: E402
 from tests.ui import scenes  # noqa: E402
 
 MIB = 1024 * 1024
 zeroblob = generated_zeroblob(999_999_999)
 WATCH_S = 12.0
+CODE = ""
+"""A checkout whose gputop the dashboards run (``--code``), else this one."""
 
 
 # -- recordings ---------------------------------------------------------------------------------------------------
@@ -117,28 +123,54 @@ def _proc_cost(pid: int) -> tuple[float, float]:
     return cpu_s, int(hwm.split()[1]) / 1024
 
 
-def watch_hosts_dashboard(tmp: Path, name: str, body: str) -> dict[str, float | str]:
-    """The real ``gputop --host NAME`` in tmux over a fake ssh running ``body``; its cost after ``WATCH_S``."""
-    script = tmp / f"ssh-{name}.py"
-    script.write_text(_FAKE_SSH + textwrap.dedent(body))
-    socket = tmp / f"tmux-{name}.sock"
-    command = (
-        f"exec env TERM=xterm-256color GPUTOP_SSH={shlex.quote(f'{sys.executable} {script}')} "
-        f"{shlex.quote(sys.executable)} -m gputop --host {name} -d 0.5"
-    )
-    tmux = ["tmux", "-S", str(socket)]
-    subprocess.run([*tmux, "new-session", "-d", "-s", "abuse", "-x", "160", "-y", "48", command], check=True)
+def in_tmux(
+    tmp: Path, name: str, command: str, keys: tuple[str, ...] = (), until: str | None = None
+) -> tuple[float, float, str]:
+    """Run ``command`` in tmux at 160x48, press ``keys`` once the screen shows ``OPENED``, and return its CPU
+    seconds, peak RSS in MiB and screen ``WATCH_S`` later, or once the screen shows ``until`` (at most
+    ``UNTIL_S``). It runs in ``tmp``: ``python -m`` puts the working directory first on the path, before ``--code``."""
+    tmux = ["tmux", "-S", str(tmp / f"tmux-{name}.sock")]
+    env = f"TERM=xterm-256color PYTHONPATH={shlex.quote(CODE)} " if CODE else "TERM=xterm-256color "
+    size = ["-x", "160", "-y", "48", "-c", str(tmp)]
+    subprocess.run([*tmux, "new-session", "-d", "-s", "abuse", *size, f"exec env {env}{command}"], check=True)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-t", "abuse"], capture_output=True, text=True).stdout
+
+    def wait_for(text: str) -> None:
+        deadline = time.monotonic() + UNTIL_S
+        while text not in screen() and time.monotonic() < deadline:
+            time.sleep(0.5)
+
     try:
         pid = int(
             subprocess.run(
                 [*tmux, "display", "-p", "-t", "abuse", "#{pane_pid}"], capture_output=True, text=True, check=True
             ).stdout
         )
-        time.sleep(WATCH_S)
+        if keys:
+            wait_for(OPENED)
+            subprocess.run([*tmux, "send-keys", "-t", "abuse", *keys], check=True)
+        if until is None:
+            time.sleep(WATCH_S)
+        else:
+            wait_for(until)
         cpu_s, peak = _proc_cost(pid)
-        screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "abuse"], capture_output=True, text=True).stdout
+        shown = screen()
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+    return cpu_s, peak, shown
+
+
+def watch_hosts_dashboard(tmp: Path, name: str, body: str) -> dict[str, float | str]:
+    """The real ``gputop --host NAME`` in tmux over a fake ssh running ``body``; its cost after ``WATCH_S``."""
+    script = tmp / f"ssh-{name}.py"
+    script.write_text(_FAKE_SSH + textwrap.dedent(body))
+    command = (
+        f"GPUTOP_SSH={shlex.quote(f'{sys.executable} {script}')} "
+        f"{shlex.quote(sys.executable)} -m gputop --host {name} -d 0.5"
+    )
+    cpu_s, peak, screen = in_tmux(tmp, name, command)
     state = next((line.split()[2] for line in screen.splitlines() if f" {name} " in line[:20]), "?")
     return {"cpu_s": round(cpu_s, 2), "peak_rss_mib": round(peak, 1), "state": state}
 
@@ -161,6 +193,37 @@ def remote() -> dict[str, dict]:
         }
 
 
+# -- replay -------------------------------------------------------------------------------------------------------
+
+REPLAY_ROWS = 320
+OPENED = "+0s / "
+"""The replay's timeline at its first snapshot: it is open, and ``$`` can be pressed."""
+UNTIL_S = 300.0
+
+
+def replays() -> dict[str, dict]:
+    if shutil.which("tmux") is None:
+        raise SystemExit("benchmarks/abuse.py: the replay part needs tmux (apt-get install tmux)")
+    results = {}
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        for mib in (2.0, 7.5):
+            path = wide_rows(REPLAY_ROWS, mib)(tmp / f"wide-{mib:g}.gputop")
+            command = f"{shlex.quote(sys.executable)} -m gputop replay {shlex.quote(str(path))} --paused"
+            end = f"+{fmt_length((REPLAY_ROWS - 1) * scenes.TICK_S)} / "
+            started = time.monotonic()
+            cpu_s, peak, shown = in_tmux(tmp, f"replay-{mib:g}", command, keys=("$",), until=end)
+            results[f"{REPLAY_ROWS} rows decoding to {4 * mib:g} MiB each, `$`"] = {
+                "file_mib": round(path.stat().st_size / MIB, 1),
+                "at_the_end": end in shown,
+                "after_s": round(time.monotonic() - started, 1),
+                "cpu_s": round(cpu_s, 2),
+                "peak_rss_mib": round(peak, 1),
+            }
+            path.unlink()
+    return results
+
+
 # -- command line -------------------------------------------------------------------------------------------------
 
 
@@ -177,11 +240,17 @@ def cli() -> dict[str, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("recordings", "remote", "exporter", "cli"))
+    parser.add_argument("--only", choices=("recordings", "remote", "replay", "exporter", "cli"))
+    parser.add_argument(
+        "--code", type=Path, help="run the dashboards of this checkout instead (the code before a change, side by side)"
+    )
     args = parser.parse_args()
+    global CODE
+    CODE = "" if args.code is None else str(args.code.resolve())
     parts = {
         "recordings": recordings,
         "remote": remote,
+        "replay": replays,
         "exporter": lambda: exporter_p99_ms(concurrency=50, requests=2000),
         "cli": cli,
     }

@@ -780,6 +780,29 @@ def json_tokens(text: bytes) -> int:
     return len(text.translate(None, _NOT_TOKENS))
 
 
+TOKEN_BYTES = 64
+"""The most memory one JSON value of a snapshot takes once decoded, beyond its characters: a string's header and
+its slot in a tuple (57 bytes for ``"ab",``), a float (24) or an int (36) and its slot, a reason's two strings and
+its place in the mapping (about 65 a token)."""
+OBJECT_BYTES = 512
+"""The most one JSON object takes once decoded, beyond its values: a model object and the ones its fields make
+by default (``{"pid":1}`` as a training view: 516 bytes, with its default probe report, pin status and main thread;
+about 400 as a host process)."""
+
+
+def decoded_bytes(text: bytes) -> int:
+    """At most how much memory the snapshot decoded from the JSON ``text`` (or the changes it makes to a whole
+    snapshot) holds: what a cache of decoded snapshots counts. Its characters, four bytes each where a string may
+    be wide (one character beyond Latin-1 makes Python store every character of its string in four bytes: a
+    16 MiB row of 'a's and one emoji decodes to 64 MiB), else one; ``TOKEN_BYTES`` a value; ``OBJECT_BYTES`` an
+    object. Measured with tracemalloc over real snapshots and the hostile ones that hold the most per byte
+    (tests/security/test_snapshot_decoder.py), it is never below what a snapshot holds, and 4 to 20 times what a
+    real one does: a replay of an 8-GPU box keeps 512 snapshots in 40 MiB of it."""
+    wide = not text.isascii() or b"\\u" in text
+    objects = text.count(b"{") + 1  # and the snapshot a row of changes makes anew, with the lists it patches
+    return len(text) * (4 if wide else 1) + TOKEN_BYTES * json_tokens(text) + OBJECT_BYTES * objects
+
+
 def snapshot_from_delta(text: bytes, base: Snapshot) -> Snapshot:
     """The snapshot whose ``delta_json`` from ``base`` is ``text``. Raises ``ValueError``, and nothing else, on
     anything else; every value that changed is checked as ``snapshot_from_json`` checks it, and what did not
@@ -909,6 +932,8 @@ class Keyframe:
     text: bytes
     rowid: int
     reference: bytes | None = None
+    weight: int = 0
+    """At most the memory its snapshot holds (``decoded_bytes``)."""
 
 
 def delta_dictionary(whole: bytes, reference: bytes | None) -> bytes:
@@ -937,16 +962,18 @@ def row_behind(data: object) -> int:
     return 0
 
 
-def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> tuple[Snapshot, Keyframe]:
-    """The snapshot of a format-4 row ``rowid``, and the whole snapshot the rows after it change: the row's own
+def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> tuple[Snapshot, Keyframe, int]:
+    """The snapshot of a format-4 row ``rowid``, the whole snapshot the rows after it change, and at most how much
+    memory the snapshot holds besides that whole snapshot's (``decoded_bytes``; 0 for a whole one): the row's own
     if it is one (decoded with the recording's preset dictionary ``zdict``), else ``key``, which a delta needs,
     with its ``reference`` once that is read. Raises ``ValueError``, and nothing else, on bad data, or a delta
-    whose whole snapshot (or, after the first, the first delta) is not at hand."""
+    whose whole snapshot (or, after the first, the first delta) is not at hand. A delta's snapshot shares the
+    values it does not change with its whole snapshot, and so keeps it alive."""
     behind = row_behind(data)
     if not behind:
         text = inflate(data, zdict)
-        key = Keyframe(snapshot_from_json(text), text, rowid)
-        return key.snapshot, key
+        key = Keyframe(snapshot_from_json(text), text, rowid, weight=decoded_bytes(text))
+        return key.snapshot, key, 0
     if key is None or key.rowid != rowid - behind:
         raise ValueError(f"the changes from row {rowid - behind}, which cannot be read")
     if behind > 1 and key.reference is None:
@@ -954,4 +981,4 @@ def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> 
     assert isinstance(data, bytes)
     text = inflate(data[2:], delta_dictionary(key.text, key.reference if behind > 1 else None))
     snap = snapshot_from_delta(text, key.snapshot)
-    return snap, dataclasses.replace(key, reference=text) if behind == 1 else key
+    return snap, dataclasses.replace(key, reference=text) if behind == 1 else key, decoded_bytes(text)

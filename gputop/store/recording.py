@@ -33,10 +33,13 @@ from gputop.codec import (
     Keyframe,
     decode_row,
     decode_snapshot,
+    decoded_bytes,
     delta_dictionary,
     delta_json,
     encode_row,
+    inflate,
     row_behind,
+    snapshot_from_json,
     snapshot_json,
 )
 from gputop.files import PRIVATE, create_new
@@ -269,6 +272,18 @@ class RecordingInfo:
     """When the recorder closed the file; None while it is being written, or when its writer was killed."""
 
 
+@dataclass(frozen=True, slots=True)
+class WeighedSnapshot:
+    """A snapshot as read, with at most how much memory it holds (``gputop.codec.decoded_bytes``): ``own_bytes``
+    of its own, and the ``whole_bytes`` of the whole snapshot in row ``whole_row``, whose values it shares and so
+    keeps alive (a whole snapshot is its own: ``own_bytes`` 0, ``whole_row`` its row)."""
+
+    snapshot: Snapshot
+    own_bytes: int
+    whole_row: int
+    whole_bytes: int
+
+
 _ROW_OK = (
     f"typeof(time) = 'real' AND time BETWEEN 0 AND {MAX_TIME:.0f} "
     f"AND typeof(data) = 'blob' AND length(data) <= {MAX_SNAPSHOT_BYTES}"
@@ -345,7 +360,7 @@ class Recording:
                     last = rowid
                     try:
                         if chained:
-                            snap, key = decode_row(data, zdict, rowid, key)
+                            snap, key, _ = decode_row(data, zdict, rowid, key)
                         else:
                             snap = decode_snapshot(data, zdict)
                     except ValueError:
@@ -401,6 +416,10 @@ class Recording:
 
         In format 4 a row may hold only its snapshot's changes: it is read from the last whole snapshot at or before
         it, or from the row before when that was the last one read (as a replay steps and its findings pass go)."""
+        return self.read_weighed(rowid).snapshot
+
+    def read_weighed(self, rowid: int) -> WeighedSnapshot:
+        """``read``, with at most how much memory the snapshot holds: what a cache of them counts."""
         if self.info.schema_version >= 4:
             return self._read_chained(rowid)
         try:
@@ -412,11 +431,12 @@ class Recording:
         if row is None:
             raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
         try:
-            return decode_snapshot(row[0], self._dictionary())
+            text = inflate(row[0], self._dictionary())
+            return WeighedSnapshot(snapshot_from_json(text), 0, rowid, decoded_bytes(text))
         except ValueError as exc:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
 
-    def _read_chained(self, rowid: int) -> Snapshot:
+    def _read_chained(self, rowid: int) -> WeighedSnapshot:
         try:
             data = self._row_data(rowid)
             behind = row_behind(data)
@@ -425,14 +445,14 @@ class Recording:
                 # Its whole snapshot, and the first changes after it, which the later ones are deflated with.
                 key = self._key = None
                 for back in range(rowid - behind, rowid - behind + min(behind, 2)):
-                    _, key = decode_row(self._row_data(back, None), self._dictionary(), back, key)
+                    _, key, _ = decode_row(self._row_data(back, None), self._dictionary(), back, key)
                 self._key = key
-            snap, self._key = decode_row(data, self._dictionary(), rowid, key)
+            snap, self._key, own = decode_row(data, self._dictionary(), rowid, key)
         except sqlite3.DatabaseError as exc:
             raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
         except ValueError as exc:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
-        return snap
+        return WeighedSnapshot(snap, own, self._key.rowid, self._key.weight)
 
     def _row_data(self, rowid: int, missing: object = RecordingError) -> object:
         """The data of row ``rowid`` (None where it is not a snapshot's); where there is no such row,

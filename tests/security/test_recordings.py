@@ -9,6 +9,7 @@ exclusively, never through a planted symlink.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,13 +27,14 @@ from pathlib import Path
 import pytest
 
 from gputop.codec import snapshot_json
-from gputop.model import Snapshot
+from gputop.model import HostProcess, Snapshot
 from gputop.remote.stream import SnapshotStream
 from gputop.store import Recorder, RecordingError, open_recording
 from gputop.store import recording as recording_module
 from gputop.table import render_text
 from gputop.ui.app import GputopApp
 from gputop.ui.replay.app import replay_app
+from gputop.ui.replay.cache import MOST_BYTES
 from gputop.ui.replay.player import ReplayPlayer
 from gputop.ui.replay.source import ReplaySource
 from tests.replay.conftest import findings_ready
@@ -121,6 +124,31 @@ def generated_zeroblob(size: int) -> Callable[[Path], Path]:
 def bombed(path: Path) -> Path:
     record(path, snapshots())
     return sql(path, ("UPDATE snapshots SET data = ? WHERE rowid = 7", (bomb(412 * 1024 * 1024),)))
+
+
+WIDE_PROCESSES = 15
+
+
+def wide_rows(rows: int, mib: float) -> Callable[[Path], Path]:
+    """A recording of ``rows`` rows, each ``mib`` MiB of JSON, within the limits of one snapshot (16 MiB, 500,000
+    values), that decodes to four times that: the command lines of host processes outside the job, of 'a's with
+    one emoji each, a character that makes Python keep every character of its string in four bytes. Each row's
+    command lines differ, so each row of changes holds them whole, and deflates them to a few KiB."""
+
+    def make(path: Path) -> Path:
+        base = snapshots(1)[0]
+        chars = int(mib * 2**20 / WIDE_PROCESSES)
+        with Recorder(path, scenes.TICK_S, hostname=scenes.HOSTNAME, started=base.time) as recorder:
+            for row in range(rows):
+                wide = tuple(
+                    HostProcess(4_000_000 + k, command=f"{row}/{k} \U0001f600".ljust(chars, "a"))
+                    for k in range(WIDE_PROCESSES)
+                )
+                at = base.time + row * scenes.TICK_S
+                recorder.append(dataclasses.replace(base, time=at, host_processes=(*base.host_processes, *wide)))
+        return path
+
+    return make
 
 
 def in_row(*statements: str) -> Callable[[Path], Path]:
@@ -408,6 +436,27 @@ async def test_a_replay_steps_over_a_tensor_device_named_with_other_digits_and_i
             assert app.is_running
     finally:
         recording.close()
+
+
+def test_a_replay_of_rows_that_decode_to_tens_of_mib_holds_them_within_its_cache_bound(tmp_path: Path) -> None:
+    """Only the count of decoded snapshots was bounded: 512 rows of 29 MiB each grew a replay to 6 GiB."""
+    path = wide_rows(rows=48, mib=1.0)(tmp_path / "wide.gputop")
+    assert path.stat().st_size < 2 * 2**20  # each row deflates to a few KiB (the first is also the dictionary)
+    decoded = 4 * 2**20  # a row's snapshot, as Python holds it
+    with open_recording(path) as recording:
+        source = ReplaySource(recording)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for position in [*range(len(source)), *reversed(range(len(source)))]:  # `$` and `0`, with every step
+                assert source.read(position) is not None
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    # The cache's bound, and the recording's whole snapshot and texts at hand, which rows of changes are read from.
+    assert held < MOST_BYTES + 3 * decoded, f"{held / 2**20:.0f} MiB held"
 
 
 def banner(app: GputopApp) -> str:

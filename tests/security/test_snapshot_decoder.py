@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import gc
 import json
 import math
 import time
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 
 from gputop.codec import (
     decode_snapshot,
+    decoded_bytes,
     delta_json,
     encode_snapshot,
     snapshot_from_delta,
@@ -301,6 +303,63 @@ def test_every_field_bounded_where_reasons_are_kept_may_be_null() -> None:
                 assert type(None) in typing.get_args(hints[name]), f"{cls.__name__}.{name} cannot be None"
     for cls in KEEPS_REASONS:
         assert "unavailable" in typing.get_type_hints(cls)
+
+
+def hostile_json(**fields: object) -> bytes:
+    """A snapshot's JSON with ``fields`` in place of the real snapshot's."""
+    return json.dumps({**PLAIN[3], **fields}, ensure_ascii=False).encode()
+
+
+HEAVY = {
+    "real: a starved job": snapshot_json(REAL[0]),
+    "real: two jobs": snapshot_json(REAL[1]),
+    "real: a node with a lost GPU": snapshot_json(REAL[2]),
+    "bare host processes": hostile_json(host_processes=[{"pid": pid} for pid in range(1, 20_001)]),
+    "bare training views": hostile_json(training=[{"pid": pid} for pid in range(1, 20_001)]),
+    "reasons": hostile_json(
+        host_processes=[{"pid": p, "unavailable": {f"k{k}": "v" for k in range(5)}} for p in range(1, 3001)]
+    ),
+    "floats": hostile_json(host={**PLAIN[3]["host"], "cpu_percent_per_core": [1.5] * 50_000}),
+    "short strings": hostile_json(notices=["ab"] * 50_000),
+    "wide strings": hostile_json(notices=["\U0001f600" + "a" * 2**20] * 4),
+    "wide by escapes": json.dumps({**PLAIN[3], "notices": ["\U0001f600" + "a" * 2**20] * 4}).encode(),
+}
+"""Real snapshots, and hostile ones that take the most memory a byte of JSON can: objects of their defaults,
+reasons, floats, short strings, strings that Python keeps four bytes a character."""
+
+
+@pytest.mark.parametrize("case", HEAVY, ids=list(HEAVY))
+def test_the_memory_a_decoded_snapshot_holds_is_at_most_its_estimate(case: str) -> None:
+    """A replay counts the snapshots it keeps by this estimate: one above it would let memory grow past the
+    cache's bound."""
+    text = HEAVY[case]
+    snapshot_from_json(text)  # the decoders of each class are made once, at the first decode
+    gc.collect()
+    tracemalloc.start()
+    try:
+        snap = snapshot_from_json(text)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(snap, Snapshot)
+    assert held <= decoded_bytes(text), f"{held} bytes held, {decoded_bytes(text)} estimated"
+
+
+@pytest.mark.parametrize("case", ["reasons", "floats", "short strings", "wide strings"])
+def test_the_memory_a_row_of_changes_adds_to_its_whole_snapshot_is_at_most_its_estimate(case: str) -> None:
+    base = REAL[3]
+    changed = snapshot_from_json(HEAVY[case])
+    delta = delta_json(changed, base)
+    snapshot_from_delta(delta, base)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        snap = snapshot_from_delta(delta, base)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert snap == changed
+    assert held <= decoded_bytes(delta), f"{held} bytes held, {decoded_bytes(delta)} estimated"
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000, 1_000_000])

@@ -18,6 +18,7 @@ PURE_UI = [
     PACKAGE / "ui" / "feed.py",
     PACKAGE / "ui" / "replay" / "__init__.py",
     PACKAGE / "ui" / "replay" / "source.py",
+    PACKAGE / "ui" / "replay" / "cache.py",
     PACKAGE / "ui" / "replay" / "findings.py",
     PACKAGE / "ui" / "replay" / "time.py",
     PACKAGE / "ui" / "hosts" / "__init__.py",

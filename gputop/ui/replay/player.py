@@ -114,7 +114,9 @@ class ReplayPlayer:
         start = source.readable(source.index_at(start_time) if start_time is not None else 0)
         if first is None or start is None:
             raise ReplayError(f"none of the {len(source)} snapshots in {source.recording.info.path} can be read")
-        self.first_snapshot = source.read(first)
+        first_snapshot = source.read(first)
+        self.recorded_focus = first_snapshot.focus_pid if first_snapshot is not None else None
+        """The process the recording followed (its first snapshot's focus: the snapshot itself is not kept)."""
         self.source = source
         self.advisor_config = advisor_config
         self.speed = speed
@@ -145,7 +147,7 @@ class ReplayPlayer:
         """The process to follow: ``pid`` if given, else the one the recording followed."""
         if pid is not None:
             return pid
-        return self.first_snapshot.focus_pid if self.first_snapshot is not None else None
+        return self.recorded_focus
 
     # -- Feed -------------------------------------------------------------------------------------------------
 

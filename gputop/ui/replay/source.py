@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import bisect
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from gputop.model import Snapshot
 from gputop.store import Recording, RecordingError
-
-SNAPSHOT_CACHE = 512
-"""Decoded snapshots kept: more than the sparklines' five minutes at 1 s, so a step back rebuilds them from memory."""
+from gputop.ui.replay.cache import SnapshotCache
 
 
 class ReplayError(Exception):
@@ -37,7 +34,7 @@ class ReplaySource:
         self.unreadable: dict[int, str] = {}
         """Positions whose row could not be read, with the reason."""
         self._subscribers: list[Callable[[Snapshot], None]] = []
-        self._cache: OrderedDict[int, Snapshot] = OrderedDict()
+        self.cache = SnapshotCache()
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -61,21 +58,18 @@ class ReplaySource:
 
     def read(self, position: int) -> Snapshot | None:
         """The snapshot at ``position``, or None when its row cannot be read (``unreadable`` says why)."""
-        snap = self._cache.get(position)
+        snap = self.cache.get(position)
         if snap is not None:
-            self._cache.move_to_end(position)
             return snap
         if position in self.unreadable:
             return None
         try:
-            snap = self.recording.read(self.rows[position])
+            read = self.recording.read_weighed(self.rows[position])
         except RecordingError as exc:
             self.unreadable[position] = str(exc)
             return None
-        self._cache[position] = snap
-        if len(self._cache) > SNAPSHOT_CACHE:
-            self._cache.popitem(last=False)
-        return snap
+        self.cache.add(position, read)
+        return read.snapshot
 
     def readable(self, position: int, direction: int = 1) -> int | None:
         """The readable position nearest to ``position`` in ``direction`` (``position`` itself first), else the
