@@ -39,7 +39,7 @@ from gputop.model import (
     evidence_of,
     frozen_reasons,
 )
-from gputop.plausible import KEEPS_REASONS, RANGES, parts_over
+from gputop.plausible import AT_MOST, KEEPS_REASONS, RANGES, parts_over
 from gputop.sanitize import printable
 
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -118,6 +118,7 @@ def _to_plain(value: object) -> object:
 
 
 Decoder = Callable[[object], object]
+K = typing.TypeVar("K")
 
 
 def _fields_of(cls: type) -> tuple[tuple[str, object], ...]:
@@ -144,6 +145,9 @@ class _Implausible:
 
 
 IMPLAUSIBLE = _Implausible()
+_MARKED = threading.local()
+"""``count``: how many numbers this thread has decoded to ``IMPLAUSIBLE``. An object whose decoding moved it holds
+one (or one of its parts does): only then are its values looked through."""
 
 
 @functools.cache
@@ -210,6 +214,7 @@ def _number(
         if type(value) in kinds and low <= value <= high:  # type: ignore[operator]
             if refuse:
                 raise ValueError(f"{_brief(value)} is out of range ({near:g} to {far:g})")
+            _MARKED.count = _MARKED.__dict__.get("count", 0) + 1
             return IMPLAUSIBLE
         raise ValueError(f"expected {what}, not {_brief(value)}")
 
@@ -260,7 +265,7 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
     # Fields are looked up at the first decode: a model class may refer to itself (a tree) through its hints. The
     # tuple is built whole, then published, so a thread decoding at the same time never sees half of it.
     fields: list[tuple[tuple[str, Decoder], ...]] = []
-    ranged = cls in RANGES
+    ranged, parts = cls in RANGES, tuple(AT_MOST.get(cls, {}).items())
 
     def decode(value: object) -> object:
         if type(value) is not dict:
@@ -271,6 +276,7 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             fields.append(_field_decoders(cls))
         # Unknown keys (fields added by a later minor change) are ignored; missing ones take their defaults.
         found: dict[str, object] = {}
+        before = _MARKED.__dict__.get("count", 0) if ranged else 0
         try:
             for name, field in fields[0]:
                 if name in value:
@@ -285,8 +291,9 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
             text = found.get(name)
             if isinstance(text, str) and not form.fullmatch(text):
                 raise ValueError(f"{cls.__name__}.{name}: not of the form {form.pattern}")
-        if ranged:
-            bad = _out_of_range(cls, found.get, IMPLAUSIBLE in found.values(), found)
+        marked = ranged and _MARKED.__dict__.get("count", 0) != before
+        if marked or (parts and _over(found.get, parts)):
+            bad = _out_of_range(cls, found.get, marked, found)
             if bad:
                 found["unavailable"] = _implausible(cls, bad, found.get, found.get("unavailable"))
                 found.update(dict.fromkeys(bad))
@@ -307,6 +314,15 @@ def _out_of_range(cls: type, value_of: Callable[[str], object], marked: bool, na
     among ``names`` only when some are), and the parts that exceed their whole (``AT_MOST``)."""
     bad = [name for name in names if value_of(name) is IMPLAUSIBLE] if marked else []
     return bad + parts_over(cls, value_of, bad)
+
+
+def _over(value_of: Callable[[K], object], parts: tuple[tuple[K, K], ...]) -> bool:
+    """Whether a part exceeds its whole (``value_of`` a position or a name of each; no value ``IMPLAUSIBLE``)."""
+    for part_key, whole_key in parts:
+        part, whole = value_of(part_key), value_of(whole_key)
+        if part is not None and whole is not None and part > whole:  # type: ignore[operator]
+            return True
+    return False
 
 
 def _implausible(cls: type, bad: list[str], value_of: Callable[[str], object], reasons: object) -> Mapping[str, str]:
@@ -623,6 +639,8 @@ class _Shape:
     """``TEXT_FORMS`` of the class: position, name, pattern."""
     ranged: bool
     """Whether ``gputop.plausible`` holds any of its numbers to a range."""
+    parts: tuple[tuple[int, int], ...]
+    """The positions of each number that is part of another, and of that whole (``gputop.plausible.AT_MOST``)."""
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -706,6 +724,7 @@ def _make_shape(cls: type) -> _Shape:
         limits=tuple((names.index(name), name, limit) for name, limit in TEXT_LIMITS.get(cls, {}).items()),
         forms=tuple((names.index(name), name, form) for name, form in TEXT_FORMS.get(cls, {}).items()),
         ranged=cls in RANGES,
+        parts=tuple((names.index(part), names.index(whole)) for part, whole in AT_MOST.get(cls, {}).items()),
     )
 
 
@@ -851,6 +870,7 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
     a whole snapshot's are."""
     fields = shape.fields
     name = ""
+    marked = False
     try:
         for name, value in delta.items():
             field = fields.get(name)
@@ -861,8 +881,9 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
                 # type(), not isinstance: JSON's true is an int to Python. NaN fails both comparisons.
                 if type(value) in numeric and low <= value <= high:  # type: ignore[operator]
                     values[i] = value
-                else:
-                    values[i] = decode(value)  # None where allowed, else the decoder's error
+                else:  # None where allowed, IMPLAUSIBLE out of its range, else the decoder's error
+                    decoded = values[i] = decode(value)
+                    marked = marked or decoded is IMPLAUSIBLE
             elif kind == _FIELD_DATA or value is None or values[i] is None:
                 values[i] = decode(value)
             elif kind == _FIELD_OBJECT:
@@ -879,13 +900,13 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
         text = values[i]
         if isinstance(text, str) and not form.fullmatch(text):
             raise ValueError(f"{shape.cls.__name__}.{field_name}: not of the form {form.pattern}")
-    if shape.ranged:
+    if marked or (shape.parts and _over(values.__getitem__, shape.parts)):
         position = shape.position
 
         def value_of(name: str) -> object:
             return values[position[name]]
 
-        bad = _out_of_range(shape.cls, value_of, IMPLAUSIBLE in values, shape.names)
+        bad = _out_of_range(shape.cls, value_of, marked, shape.names)
         if bad:
             where = position.get("unavailable")
             reasons = _implausible(shape.cls, bad, value_of, None if where is None else values[where])
