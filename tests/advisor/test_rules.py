@@ -292,6 +292,17 @@ def test_batch_too_small_without_the_probe_gives_the_direction_and_how_to_get_a_
     assert finding.source == SOURCE_EXTERNAL
 
 
+def test_batch_too_small_with_the_probe_but_no_dataloader_says_the_batch_size_is_unknown():
+    probe = device(allocated_gib=4, reserved_gib=9, peak_gib=8, reserved_peak_gib=9, nvml_gib=10)
+    training = view(worker_list=(), cuda=(probe,))
+
+    finding = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40, used_gib=10),))), CONFIG)
+
+    assert finding.suggest == {}
+    assert "the probe sees no DataLoader in this job, so the batch size is not known" in finding.action
+    assert "gputop run" not in finding.action  # it already runs under the probe
+
+
 def test_batch_too_small_silent_when_the_gpu_is_busy():
     assert batch_too_small(underfilled(busy=95), CONFIG) is None
 

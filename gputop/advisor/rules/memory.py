@@ -90,11 +90,12 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             evidence=evidence,
             suggest={"batch_size": larger},
         )
-    how = (
-        "the probe reports no CUDA memory for this process"
-        if latest.view.probe.ok
-        else "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
-    )
+    if not latest.view.probe.ok:
+        how = "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
+    elif not batch:
+        how = "the probe sees no DataLoader in this job, so the batch size is not known"
+    else:
+        how = "the probe reports no CUDA memory for this process"
     return Finding(
         severity=severity,
         title="The GPU is under-filled: a larger batch fits",
