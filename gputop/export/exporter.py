@@ -101,7 +101,7 @@ async def export(
         if address is not None:
             collector = SnapshotCollector(lambda: sampler.latest, per_process, advice=lambda: advisor.active)
             try:
-                server = await serve(Exposition(collector).render, *address)
+                server = await serve(Exposition(collector).render, *address, say)
             except OSError as exc:
                 raise ExportError(f"cannot listen on {listen}: {exc.strerror or exc}", 1) from None
             say(f"serving Prometheus metrics on {server.url}")

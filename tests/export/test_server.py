@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import psutil
 import pytest
 
+from gputop.export import server
 from gputop.export.server import DEFAULT_LISTEN, parse_listen
 from tests.export.scrape import value
 from tests.machines import GIB, training_box
@@ -117,3 +121,27 @@ def test_serves_the_state_file_values_and_stops_cleanly_on_sigterm(driver, expor
     assert value(samples, "gputop_last_sample_age_seconds") < 5
     code, err = running.stop()
     assert (code, err) == (0, "")
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.fast
+async def test_connections_closed_for_room_are_told_once_then_counted_once_a_window(monkeypatch):
+    monkeypatch.setattr(server, "EVICTION_NOTE_EVERY_S", 0.01)
+    lines: list[str] = []
+    notes = server._EvictionNotes(lines.append)
+
+    for _ in range(1000):
+        notes.evicted()
+    assert len(lines) == 1 and lines[0].startswith("closed a connection")
+    await until(lambda: len(lines) == 2)
+    assert lines[1] == "closed 999 more connections that had sent no request, to keep at most 128 open"
+    await until(lambda: notes._timer is None)  # a window with none closed ends the counting
+    notes.evicted()
+    assert len(lines) == 3 and lines[2].startswith("closed a connection")
+    notes.close()
