@@ -26,10 +26,11 @@ from urllib.parse import urlsplit
 
 from prometheus_client.exposition import gzip_accepted
 
+from gputop.export import DEFAULT_LISTEN, DEFAULT_PORT
+
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTEN = "127.0.0.1:9400"
-_EXAMPLE = "e.g. 127.0.0.1:9400, [::1]:9400, or 0.0.0.0:9400 for every interface"
+_EXAMPLE = f"e.g. {DEFAULT_LISTEN}, [::1]:{DEFAULT_PORT}, or 0.0.0.0:{DEFAULT_PORT} for every interface"
 
 BACKLOG = 128
 MAX_CONNECTIONS = 128
