@@ -449,7 +449,8 @@ def pid_namespace_check(nested: bool, hidden: int) -> Check:
         title,
         LIMITED,
         "in a PID namespace of its own (a container without --pid=host): NVML reports host PIDs, which name other "
-        f"processes or none here ({plural(hidden, 'GPU process', 'GPU processes')} not visible now)",
+        "processes or none here, so GPU processes are shown without user, command or CPU and are never signalled "
+        f"({plural(hidden, 'GPU process', 'GPU processes')} now)",
         advice=("run gputop on the host, or start the container with --pid=host",),
         facts=facts,
     )

@@ -111,7 +111,7 @@ def test_nested_pid_namespace_is_a_limit_with_its_remedy() -> None:
     assert checks.pid_namespace_check(False, 0).verdict == "ok"
     nested = checks.pid_namespace_check(True, 3)
     assert nested.verdict == "limited"
-    assert "3 GPU processes not visible" in nested.summary
+    assert "never signalled (3 GPU processes now)" in nested.summary
     assert nested.advice == ("run gputop on the host, or start the container with --pid=host",)
 
 
