@@ -234,12 +234,20 @@ class HostCollector:
             del self._procs[gone]
         return {pid: self._describe(pid) for pid in wanted}
 
+    @staticmethod
+    def elsewhere(pid: int) -> HostProcess:
+        """The host side of an NVML PID seen from a PID namespace of its own: a host PID, which names another
+        process here or none, so nothing of this namespace's process of that number is read for it
+        (docs/security.md)."""
+        return HostProcess(pid, visible=False, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE)))
+
     def _describe(self, pid: int) -> HostProcess:
         tracked = self._procs.get(pid)
         try:
             raw = read_proc_bytes(f"/proc/{pid}/stat")
         except (FileNotFoundError, ProcessLookupError):
-            return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
+            self._procs.pop(pid, None)
+            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
         except OSError:
             return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
         now = time.monotonic()
@@ -300,12 +308,6 @@ class HostCollector:
             **tracked.static,
         )
         return tracked.last
-
-    def _missing(self, pid: int, seen: bool) -> HostProcess:
-        if seen or not self.nested_pid_namespace:
-            # In the host's namespace every NVML PID is ours to see: a missing one has just exited.
-            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
-        return HostProcess(pid, visible=False, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE)))
 
 
 @dataclass

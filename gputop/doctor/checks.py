@@ -20,6 +20,7 @@ from gputop.collect.nvml.errors import GpuLost
 from gputop.collect.nvml.processes import running
 from gputop.collect.nvml.slot import GpuSlot, Variants
 from gputop.doctor import nvml
+from gputop.doctor.installation import Installed, installation_check, read_installed
 from gputop.doctor.result import BLOCKED, LIMITED, OK, SKIPPED, Check, Fact, Report, Verdict
 from gputop.model import (
     ACCESS_DENIED,
@@ -449,7 +450,8 @@ def pid_namespace_check(nested: bool, hidden: int) -> Check:
         title,
         LIMITED,
         "in a PID namespace of its own (a container without --pid=host): NVML reports host PIDs, which name other "
-        f"processes or none here ({plural(hidden, 'GPU process', 'GPU processes')} not visible now)",
+        "processes or none here, so GPU processes are shown without user, command or CPU and are never signalled "
+        f"({plural(hidden, 'GPU process', 'GPU processes')} now)",
         advice=("run gputop on the host, or start the container with --pid=host",),
         facts=facts,
     )
@@ -848,6 +850,7 @@ def take_snapshot() -> Snapshot:
 def run(
     snapshot: Callable[[], Snapshot] = take_snapshot,
     torch: Callable[[], TorchView] = read_torch,
+    installed: Callable[[], Installed] = read_installed,
 ) -> Report:
     """Every check, in the order they are shown. Never raises."""
     checks: list[Check] = []
@@ -913,6 +916,7 @@ def run(
         )
         cuda = _fact_text(driver.facts.get("cuda_driver_version"))
         checks.append(isolated("torch", "PyTorch", lambda: torch_check(torch(), session.count or 0, cuda)))
+        checks.append(isolated("installation", "Installation", lambda: installation_check(installed())))
     finally:
         session.close()
     return Report(tuple(checks))

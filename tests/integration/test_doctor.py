@@ -77,6 +77,7 @@ def test_healthy_box_json(tmp_path: Path) -> None:
         "fields",
         "probe_dir",
         "torch",
+        "installation",
     ]
     driver = checks["driver"]["facts"]
     assert (driver["driver_version"], driver["branch"], driver["nvml_version"]) == ("550.90.07", "R550", "12.550.90.07")
@@ -87,7 +88,7 @@ def test_healthy_box_json(tmp_path: Path) -> None:
     assert checks["fields"]["facts"]["unreadable"] == [
         {"owner": "gpu", "field": "fan_percent", "reason": "unsupported", "where": [0, 1]}
     ]
-    for id in ("driver", "gpus", "persistence", "processes", "gpm", "fields", "probe_dir"):
+    for id in ("driver", "gpus", "persistence", "processes", "gpm", "fields", "probe_dir", "installation"):
         assert checks[id]["verdict"] == "ok", checks[id]
 
 
@@ -228,3 +229,21 @@ def test_a_mig_box_lists_each_gpus_instances_by_profile(tmp_path: Path) -> None:
     assert mig["verdict"] == "ok"
     assert "GPU 0: MIG on, 3 instances: 3g.40gb, 2g.20gb, 1g.10gb" in mig["details"]
     assert mig["facts"]["0"]["profiles"] == ["3g.40gb", "2g.20gb", "1g.10gb"]
+
+
+def test_another_projects_gputop_in_the_same_environment_is_named_with_the_way_out(tmp_path: Path) -> None:
+    # What pip leaves of the other project's wheel: its metadata beside the packages it installed.
+    site = tmp_path / "site"
+    (site / "gputop-0.2.1.dist-info").mkdir(parents=True)
+    (site / "gputop-0.2.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: gputop\nVersion: 0.2.1\n")
+    env = state_driver(tmp_path, training_box(1, [])).env()
+
+    alone = by_id(doctor_json(env, tmp_path)[1])["installation"]
+    status, doc = doctor_json({**env, "PYTHONPATH": str(site)}, tmp_path)
+
+    assert alone["verdict"] == "ok" and alone["facts"]["other_gputop"] is None
+    check = by_id(doc)["installation"]
+    assert status == 0 and check["verdict"] == "limited"
+    assert check["facts"]["other_gputop"] == "0.2.1" and check["facts"]["other_location"] == str(site)
+    assert "another project's gputop 0.2.1 is installed beside" in check["summary"]
+    assert "pipx install gputop-ml" in check["advice"][0]

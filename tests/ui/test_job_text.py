@@ -102,9 +102,9 @@ def test_a_single_process_has_no_sync_wait_column() -> None:
     assert "sync_wait" not in keys(job_columns(job, rank_rows(job, SNAP), 159))
 
 
-def test_the_title_names_the_job_its_ranks_and_the_straggler() -> None:
+def test_the_title_names_the_job_its_user_its_ranks_and_the_straggler() -> None:
     title = job_title(JOB, rank_rows(JOB, SNAP, STRAGGLER_PID))
-    assert title == f" Job {JOB.id} · torchrun · 4 ranks · straggler: rank 2 (PID {STRAGGLER_PID}) "
+    assert title == f" Job {JOB.id} of alice · torchrun · 4 ranks · straggler: rank 2 (PID {STRAGGLER_PID}) "
 
 
 def test_the_findings_of_a_job_are_its_own_and_those_about_its_ranks() -> None:

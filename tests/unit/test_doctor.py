@@ -9,6 +9,7 @@ import pytest
 
 from gputop.doctor import checks
 from gputop.doctor.checks import ProcView, TorchView, Unreadable, torch_build
+from gputop.doctor.installation import Installed, installation_check
 from gputop.doctor.nvml import MigState, Session
 from gputop.doctor.render import render_check, render_text, report_to_dict
 from gputop.doctor.result import Check, Report
@@ -111,8 +112,23 @@ def test_nested_pid_namespace_is_a_limit_with_its_remedy() -> None:
     assert checks.pid_namespace_check(False, 0).verdict == "ok"
     nested = checks.pid_namespace_check(True, 3)
     assert nested.verdict == "limited"
-    assert "3 GPU processes not visible" in nested.summary
+    assert "never signalled (3 GPU processes now)" in nested.summary
     assert nested.advice == ("run gputop on the host, or start the container with --pid=host",)
+
+
+def test_another_projects_gputop_beside_this_one_is_a_limit_with_the_way_out() -> None:
+    alone = installation_check(Installed("0.1.0"))
+    beside = installation_check(Installed("0.1.0", "0.2.1", "/venv/lib/python3.12/site-packages"))
+    checkout = installation_check(Installed(None))
+
+    assert alone.verdict == "ok" and "gputop-ml 0.1.0" in alone.summary
+    assert "from a checkout" in checkout.summary
+    assert beside.verdict == "limited"
+    assert beside.summary.startswith("another project's gputop 0.2.1 is installed beside gputop-ml 0.1.0")
+    assert beside.advice == (
+        "keep the two apart: pip uninstall gputop && pip install --force-reinstall gputop-ml, or install gputop on "
+        "its own with pipx install gputop-ml (or uv tool install gputop-ml)",
+    )
 
 
 def test_gpm_says_why_not() -> None:

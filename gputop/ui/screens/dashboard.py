@@ -315,4 +315,6 @@ class DashboardScreen(Screen[None]):
 
         row = self.query_one(ProcessTable).selected
         if row is not None and not self.gputop.readonly:
-            confirm_and_signal(self.app, row.pid, row.start_time, row.user, row.command or row.name)
+            confirm_and_signal(
+                self.app, row.pid, row.start_time, row.user, row.command or row.name, visible=row.visible
+            )

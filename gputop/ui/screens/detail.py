@@ -199,4 +199,6 @@ class ProcessDetailScreen(Screen[None]):
         snap = app.snapshot
         host = snap.host_process(self.pid) if snap is not None else None
         if host is not None and not app.readonly:
-            confirm_and_signal(app, self.pid, host.start_time, host.user, host.command or host.name)
+            confirm_and_signal(
+                app, self.pid, host.start_time, host.user, host.command or host.name, visible=host.visible
+            )

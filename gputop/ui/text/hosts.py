@@ -21,6 +21,7 @@ from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
 from gputop.ui.history import History
 from gputop.ui.text.bars import fit, meter
 from gputop.ui.text.gpu import HOT_C, Palette, compact_line, has_sm_activity
+from gputop.ui.text.job import job_user
 
 PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""
@@ -334,7 +335,7 @@ def job_lines(jobs: Sequence[Job], width: int, p: Palette) -> list[Text]:
     for job in jobs:
         line = Text("JOB ", style=p.label)
         line.append(f"{job.id}  ", style=Style(bold=True))
-        line.append(f"{job.kind}  ")
+        line.append(f"{job.kind}  user {job_user(job)}  ")
         seen = len(job.ranks)
         world = f" of {job.world_size}" if job.world_size and job.world_size != seen else ""
         counts = {host: sum(1 for r in job.ranks if r.host == host) for host in job.hosts}

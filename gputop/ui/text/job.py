@@ -68,6 +68,11 @@ class RankRow:
     straggler: bool = False
 
 
+def job_user(job: Job) -> str:
+    """Whom the job's ranks run as, printable (a remote host's or a recording's words), N/A where unknown."""
+    return NA if job.user is None else printable(job.user)
+
+
 def distributed(job: Job) -> bool:
     """Whether the ranks synchronise with each other, so that waiting for the others means something."""
     return len(job.ranks) > 1 or (job.world_size or 0) > 1
@@ -198,11 +203,13 @@ def rank_cells(row: RankRow, columns: Sequence[Column], p: Palette) -> tuple[Tex
 
 
 def job_title(job: Job, rows: Sequence[RankRow]) -> str:
-    """``Job 1a2b3c4d · torchrun · 4 ranks of 4 · rank 2 holds the others back``."""
+    """``Job 1a2b3c4d of alice · torchrun · 4 ranks of 4 · straggler: rank 2 (PID 7002)``: whose it is, since only
+    one user's ranks make a job."""
     ranks = f"{len(job.ranks)} rank" + ("s" if len(job.ranks) != 1 else "")
     if job.world_size is not None and job.world_size != len(job.ranks):
         ranks += f" of {job.world_size}"
-    parts = [f"Job {job.id}", job.kind, ranks]
+    owner = f"Job {job.id} of {job_user(job)}" if job.user is not None else f"Job {job.id} · user {NA}"
+    parts = [owner, job.kind, ranks]
     hosts = [h for h in job.hosts if h]
     if len(hosts) > 1:
         parts.append(f"{len(hosts)} hosts")
