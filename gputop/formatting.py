@@ -42,6 +42,14 @@ def fmt_count(n: int | None) -> str:
     return f"{value:.{digits}f}{unit}"
 
 
+def counted(n: int | None, noun: str, many: str | None = None) -> str:
+    """``1 worker``, ``2 workers``, ``13,408 batches`` (``many``: the plural where it is not ``noun`` + s);
+    ``N/A threads`` for a count that could not be read."""
+    if n is None:
+        return f"{NA} {many or noun + 's'}"
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
+
+
 def fmt_percent(value: float | None) -> str:
     return NA if value is None else f"{value:.0f}%"
 

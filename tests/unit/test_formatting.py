@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gputop.formatting import (
     NA,
+    counted,
     fmt_age,
     fmt_bytes,
     fmt_clock,
@@ -88,3 +89,10 @@ def test_fmt_clock_is_local_time_with_the_date_or_hundredths_when_asked(monkeypa
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_counted_says_one_thing_in_the_singular():
+    assert [counted(n, "thread") for n in (0, 1, 2, 13408)] == ["0 threads", "1 thread", "2 threads", "13,408 threads"]
+    assert counted(1, "batch", "batches") == "1 batch"
+    assert counted(3, "batch", "batches") == "3 batches"
+    assert counted(None, "thread") == "N/A threads"

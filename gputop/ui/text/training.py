@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
-from gputop.formatting import NA, fmt_percent
+from gputop.formatting import NA, counted, fmt_percent
 from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
@@ -222,7 +222,7 @@ def _wait_info(view: TrainingView, loader: LoaderView | None, bar: int, p: Palet
 def _steps_info(view: TrainingView, loader: LoaderView | None, p: Palette) -> Text:
     info = _number(view, "steps_per_s", "", p)
     if loader is not None:
-        info.append(f"   epoch {loader.passes} · {loader.batches:,} batches", style=p.dim)
+        info.append(f"   epoch {loader.passes} · {counted(loader.batches, 'batch', 'batches')}", style=p.dim)
     return info
 
 

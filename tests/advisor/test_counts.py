@@ -1,0 +1,42 @@
+"""The findings' words where a count is one: one core, one worker, said in the singular."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop.advisor import AdvisorConfig
+from gputop.advisor.rules import node_cpu_oversubscribed, too_many_workers, worker_memory_growth
+from tests.advisor.build import host, loader, sample, view, window, workers
+from tests.advisor.test_jobs import job_of
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
+CONFIG = AdvisorConfig(window_s=10.0)
+
+
+def test_workers_on_a_single_core_share_1_core():
+    training = view(loader(wait=0.0, workers=3), workers(3, cpu=45.0, status="running"), usable=1)
+
+    finding = too_many_workers(window(lambda t: sample(t, training, machine=host(cpu_percent=100, cores=1))), CONFIG)
+
+    assert finding.title == "3 CPU-bound workers share 1 core"
+    assert "× 1 rank on 1 usable core per rank" in finding.detail
+
+
+def test_ranks_on_a_single_core_node_share_1_core():
+    ranks = [{"workers": 1, "worker_status": "running"}] * 2
+
+    found = node_cpu_oversubscribed(*job_of(*ranks, cores=1), CONFIG)
+
+    assert found.finding.title == "2 ranks and 2 DataLoader workers share 1 core"
+    assert "for 1 usable core;" in found.finding.detail
+    assert "on every rank: 1 core ÷ 2 ranks" in found.finding.action
+
+
+def test_the_memory_growth_of_one_worker_names_1_worker():
+    def make(t: float):  # type: ignore[no-untyped-def]
+        return sample(t, view(loader(), workers(1, uss_mib=100 + 20 * t)))
+
+    finding = worker_memory_growth(window(make), CONFIG)
+
+    assert finding.detail.startswith("own memory (USS) of 1 worker: up 200MiB in 10 s")
