@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent
+from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
 from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
 from gputop.sanitize import printable
 
@@ -81,7 +81,8 @@ def _instance(snap: Snapshot, p: GpuProcess) -> str:
 def render_text(snap: Snapshot, width: int | None = None) -> str:
     """The snapshot as a plain table for terminals and logs: header, GPUs, then processes.
 
-    ``width`` cuts process rows (long command lines) to the terminal; None keeps them whole, for files and pipes.
+    ``width`` cuts process rows (long command lines) to the terminal, each program by its base name first; None
+    keeps them whole, for files and pipes.
     """
     driver = snap.driver
     lines = [f"{snap.host.hostname}  {fmt_clock(snap.time, with_date=True)}"]
@@ -108,6 +109,8 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
             elapsed = None if host.start_time is None else snap.time - host.start_time
             why = host.unavailable.get("command")
             command = host.command or (f"({why})" if why else NA)
+            if width is not None and host.command:  # cut to the terminal: the script before the program's path
+                command = short_command(host.command)
             rows.append(
                 [
                     str(p.gpu_index),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
-from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent
+from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent, short_command
 from gputop.jobs import Job, find_jobs, merge_jobs
 from gputop.model import GPU_OK, GpuProcess, HostProcess, Snapshot
 from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
@@ -191,7 +191,7 @@ def summary_line(
         top = totals.top.host or HostProcess(totals.top.pid)
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
-        line.append(top.command or top.name or NA)
+        line.append(short_command(top.command) if top.command else top.name or NA)
     _append_notice(line, status, width, p)
     line.truncate(width, overflow="ellipsis")
     return line
@@ -233,7 +233,7 @@ def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
     line.append(" ")
     line.append_text(_value(fmt_percent(host.cpu_percent).rjust(5), p))
     line.append("  ")
-    line.append(host.command or host.name or NA)
+    line.append(short_command(host.command) if host.command else host.name or NA)
     line.truncate(width, overflow="ellipsis")
     return line
 
