@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
+from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
 from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
 from gputop.sanitize import printable
 
@@ -23,6 +23,8 @@ def _gpu_row(g: Gpu) -> list[str]:
     if g.state != GPU_OK:
         return [str(g.index), g.name or NA, g.state.upper(), g.reason or "", "", "", "", "", "", ""]
     memory = f"{fmt_bytes(g.memory_used_bytes)} / {fmt_bytes(g.memory_total_bytes)}"
+    if g.memory_used_bytes is None:
+        memory = f"{NA} ({g.memory_reason(full=True)})"
     power = f"{fmt_number(g.power_w, 'W')} / {fmt_number(g.power_limit_w, 'W')}"
     clocks = f"{fmt_number(g.clock_sm_mhz)} / {fmt_number(g.clock_mem_mhz)}"
     throttles = [r for r in (g.throttle_reasons or ()) if r != "gpu_idle"]
@@ -54,15 +56,30 @@ def _mig_rows(g: Gpu, processes: tuple[GpuProcess, ...]) -> list[list[str]]:
                 f"└ MIG {m.index}  {m.profile or NA}  GI {_id(m.gpu_instance_id)} CI {_id(m.compute_instance_id)}",
                 "",
                 fmt_percent(m.sm_activity_percent),
-                f"{fmt_bytes(m.memory_used_bytes)} / {fmt_bytes(m.memory_total_bytes)}",
+                _instance_memory(m),
                 "",
                 "",
                 "",
                 "",
-                f"tensor {fmt_percent(m.tensor_activity_percent)}  {count} process{'' if count == 1 else 'es'}",
+                f"{_instance_activity(m)}  {counted(count, 'process', 'processes')}",
             ]
         )
     return rows
+
+
+def _instance_memory(m: MigInstance) -> str:
+    if m.memory_used_bytes is None:
+        return f"{NA} ({m.unavailable.get('memory_used_bytes') or 'no reason given'})"
+    return f"{fmt_bytes(m.memory_used_bytes)} / {fmt_bytes(m.memory_total_bytes)}"
+
+
+def _instance_activity(m: MigInstance) -> str:
+    """``tensor 48%``, or where SM and tensor activity could not be read for one reason, ``SM, tensor: why``."""
+    if m.sm_activity_percent is None and m.tensor_activity_percent is None:
+        reasons = {m.unavailable.get(name) for name in ("sm_activity_percent", "tensor_activity_percent")}
+        if len(reasons) == 1 and (reason := reasons.pop()):
+            return f"SM, tensor: {reason}"
+    return f"tensor {fmt_percent(m.tensor_activity_percent)}"
 
 
 def _id(value: int | None) -> str:
