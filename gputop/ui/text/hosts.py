@@ -26,6 +26,8 @@ PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""
 STATE_CELLS = 11
 UPDATED_CELLS = 7
+MEMORY_CELLS = 15
+"""``60.0GiB/80.0GiB``: two figures of ``fmt_bytes`` (7 cells at most) and the slash, never cut."""
 TOP_PROCESS_MIN_WIDTH = 120
 
 
@@ -119,7 +121,7 @@ class SummaryLayout:
 
 def summary_layout(names: Sequence[str], width: int) -> SummaryLayout:
     name = min(24, max([4, *map(len, names)]))
-    fixed = 2 + name + 1 + STATE_CELLS + 5 + 2 + 5 + 2 + 13 + 7 + 8 + 1 + UPDATED_CELLS
+    fixed = 2 + name + 1 + STATE_CELLS + 5 + 2 + 5 + 2 + MEMORY_CELLS + 7 + 8 + 1 + UPDATED_CELLS
     temperature = power = True
     if width - fixed < 4:
         power = False
@@ -134,7 +136,7 @@ def summary_layout(names: Sequence[str], width: int) -> SummaryLayout:
 
 def summary_header(layout: SummaryLayout, width: int, p: Palette) -> Text:
     line = Text("  " + "HOST".ljust(layout.name) + " " + "STATE".ljust(STATE_CELLS) + " GPUS", style=p.label)
-    line.append("  " + "BUSY".ljust(layout.bar + 5) + "  " + "GPU MEMORY".ljust(13), style=p.label)
+    line.append("  " + "BUSY".ljust(layout.bar + 5) + "  " + "GPU MEMORY".ljust(MEMORY_CELLS), style=p.label)
     if layout.temperature:
         line.append("  " + "TEMP".rjust(5), style=p.label)
     if layout.power:
@@ -176,7 +178,7 @@ def summary_line(
     line.append_text(_value(fmt_percent(busy).rjust(5), p))
     memory = f"{fmt_bytes(totals.memory_used_bytes)}/{fmt_bytes(totals.memory_total_bytes)}"
     line.append("  ")
-    line.append_text(_value(fit(memory if totals.memory_total_bytes else NA, 13), p))
+    line.append_text(_value(fit(memory if totals.memory_total_bytes else NA, MEMORY_CELLS), p))
     if layout.temperature:
         hot = totals.hottest_c is not None and totals.hottest_c >= HOT_C
         line.append("  ")
