@@ -123,7 +123,8 @@ def _container_line(host: HostProcess, p: Palette) -> Text:
     line.append(container.label if container.id is None else f"{container.runtime} {container.id}")
     if container.pod_uid is not None:
         line.append(f"  pod {container.pod_uid}")
-    line.append(f"  {container.path}", style=p.dim)
+    if container.runtime != "cgroup":  # a bare cgroup's label is its path already
+        line.append(f"  {container.path}", style=p.dim)
     return line
 
 
