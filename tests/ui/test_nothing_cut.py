@@ -1,5 +1,5 @@
-"""What to do is never cut: a probe hint, a stall, a finding's change and its words wrap onto the next line, or
-point to where they are whole, instead of ending in an ellipsis while the panel has room."""
+"""Nothing is cut while there is room: a probe hint, a stall, a finding's change and its words wrap onto the next
+line or point to where they are whole, and the status line gives up its least useful parts before the focus."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from gputop.ui.app import GputopApp
 from gputop.ui.text.advice import brief_lines, full_lines
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.training import NO_REPORT, TrainingSparks, panel_lines, summary_lines
+from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.training_panel import TrainingPanel
 from tests.ui import job_scenes, scenes
 from tests.ui.training_scenes import JOB_PID, STARVED_ADVICE, starved_job
@@ -125,3 +126,16 @@ async def test_the_dashboard_at_160x48_shows_the_whole_probe_hint(make_app: Make
         lines = [Text(strip.text) for strip in panel.drawn_lines()]
 
     assert NO_REPORT in words(left_column(lines))
+
+
+@pytest.mark.parametrize(("size", "driver"), [((80, 24), False), ((160, 48), True)])
+async def test_the_status_line_drops_the_driver_before_it_cuts_the_focus(
+    make_app: MakeApp, size: tuple[int, int], driver: bool
+) -> None:
+    app = make_app(scenes.history(starved_job, ticks=3), focus_pid=JOB_PID)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        line = app.screen.query_one(StatusBar).drawn_lines()[0].text
+
+    assert f"focus PID {JOB_PID} " in line and "every 1s" in line
+    assert ("driver 550.90.07" in line) is driver
