@@ -10,12 +10,16 @@ import pytest
 from rich.text import Text
 
 from gputop.model import PROBE_NONE, ProbeReport, TrainingView
+from gputop.remote.status import LIVE, HostStatus
 from gputop.ui.app import GputopApp
 from gputop.ui.text.advice import brief_lines, full_lines
 from gputop.ui.text.gpu import Palette
+from gputop.ui.text.hosts import section_lines
+from gputop.ui.text.process_cells import fit_parts
 from gputop.ui.text.training import NO_REPORT, TrainingSparks, panel_lines, summary_lines
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.training_panel import TrainingPanel
+from tests.remote import host_scenes
 from tests.ui import job_scenes, scenes
 from tests.ui.training_scenes import JOB_PID, STARVED_ADVICE, starved_job
 
@@ -139,3 +143,24 @@ async def test_the_status_line_drops_the_driver_before_it_cuts_the_focus(
 
     assert f"focus PID {JOB_PID} " in line and "every 1s" in line
     assert ("driver 550.90.07" in line) is driver
+
+
+@pytest.mark.fast
+def test_a_workers_note_too_long_for_the_column_is_left_out_not_cut_to_an_ellipsis() -> None:
+    worker = (("│  ├─ ", "tree"), ("pt_data_worker", "worker"), ("  DataLoader worker", "dim"))
+
+    assert "".join(text for text, _ in fit_parts(worker, 20)) == "│  ├─ pt_data_worker"
+    assert "".join(text for text, _ in fit_parts(worker, 40)).rstrip() == "│  ├─ pt_data_worker  DataLoader worker"
+    assert fit_parts((("(not in this PID namespace)", "dim"),), 10)[-1] == ("…", "dim")
+
+
+@pytest.mark.fast
+def test_a_hosts_section_leaves_out_the_load_and_then_the_driver_rather_than_cut_a_figure() -> None:
+    snap = scenes.training_node()
+    live = HostStatus(host_scenes.TRAINING_HOST, LIVE, last_snapshot_at=snap.time, stale_after_s=5)
+
+    wide, narrow, tight = (section_lines(live, snap, None, snap.time, w, P)[0].plain for w in (156, 76, 50))
+
+    assert "  load 41.32   MEM 612GiB / 1007GiB" in wide
+    assert narrow == "driver 550.90.07  CUDA 12.4   CPU 54% of 64   MEM 612GiB / 1007GiB"
+    assert tight == "CPU 54% of 64   MEM 612GiB / 1007GiB"

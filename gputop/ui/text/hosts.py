@@ -199,24 +199,31 @@ def summary_line(
     return line
 
 
-def host_line(name: str, snap: Snapshot, p: Palette) -> Text:
-    """The machine behind the host: its own name (where it differs from ``name``), driver, CPU and memory."""
-    line = Text(snap.host.hostname + "  " if snap.host.hostname != name else "", style=Style(bold=True))
-    driver = snap.driver
+def host_line(name: str, snap: Snapshot, width: int, p: Palette) -> Text:
+    """The machine behind the host: its own name (where it differs from ``name``), driver, CPU and memory.
+
+    Where they do not all fit, the load and then the driver are left out whole, so no figure is cut into another
+    (``MEM 612GiB / 10…`` reads as 10)."""
+    host, driver = snap.host, snap.driver
+    own = Text(host.hostname + "  " if host.hostname != name else "", style=Style(bold=True))
+    versions = Text()
     if driver.ok:
-        line.append("driver ", style=p.label)
-        line.append(driver.driver_version or NA)
-        line.append("  CUDA ", style=p.label)
-        line.append(driver.cuda_version or NA)
-    host = snap.host
-    line.append("   CPU " if driver.ok else "CPU ", style=p.label)
-    line.append_text(_value(fmt_percent(host.cpu_percent), p))
-    line.append(f" of {host.cpu_count}", style=p.label)
+        versions.append("driver ", style=p.label).append(driver.driver_version or NA)
+        versions.append("  CUDA ", style=p.label).append(driver.cuda_version or NA)
+    cpu = Text().append("CPU ", style=p.label).append_text(_value(fmt_percent(host.cpu_percent), p))
+    cpu.append(f" of {host.cpu_count}", style=p.label)
+    cpu_load = cpu.copy()
     if host.load_average is not None:
-        line.append("  load ", style=p.label)
-        line.append(f"{host.load_average[0]:.2f}")
-    line.append("   MEM ", style=p.label)
-    line.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+        cpu_load.append("  load ", style=p.label).append(f"{host.load_average[0]:.2f}")
+    memory = Text().append("MEM ", style=p.label)
+    memory.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+    for parts in ((versions, cpu_load), (versions, cpu), (cpu,)):
+        line = own.copy()
+        for part in (*parts, memory):
+            if part:
+                line.append("   " if line.plain.strip() else "", style=p.label).append_text(part)
+        if line.cell_len <= width:
+            break
     return line
 
 
@@ -253,7 +260,7 @@ def section_lines(
     state = status.shown_state(now)
     if state not in (LIVE, STALE) or snap is None:
         return _down_lines(status, snap, now, width, p)
-    lines = [host_line(status.name, snap, p)]
+    lines = [host_line(status.name, snap, width, p)]
     if state == STALE and status.last_snapshot_at is not None:
         lines[0].append(f"   no update for {fmt_age(now - status.last_snapshot_at)}", style=p.warn)
     notice = stream_notice(status)

@@ -84,9 +84,13 @@ def row_cells(row: ProcessRow, columns: tuple[Column, ...]) -> tuple[Cell, ...]:
 
 
 def fit_parts(parts: Cell, width: int, right: bool = False) -> Cell:
-    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right."""
+    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right. The note
+    ``DataLoader worker`` after a worker's name is left out whole where it does not fit, rather than cut to ``…``:
+    the name says as much."""
     if width <= 0:
         return ()
+    if parts and parts[-1][0] == DATALOADER_NOTE and sum(cell_len(text) for text, _ in parts) > width:
+        parts = parts[:-1]
     total = sum(cell_len(text) for text, _ in parts)
     if total <= width:
         pad = (" " * (width - total), "")
