@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from gputop.advisor import AdvisorConfig
-from gputop.advisor.rules import node_cpu_oversubscribed, too_many_workers, worker_memory_growth
-from tests.advisor.build import host, loader, sample, view, window, workers
+from gputop.advisor.rules import (
+    memory_near_full,
+    node_cpu_oversubscribed,
+    persistent_workers_off,
+    too_many_workers,
+    worker_memory_growth,
+)
+from tests.advisor.build import device, gpu, host, loader, sample, view, window, workers
 from tests.advisor.test_jobs import job_of
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -40,3 +46,25 @@ def test_the_memory_growth_of_one_worker_names_1_worker():
     finding = worker_memory_growth(window(make), CONFIG)
 
     assert finding.detail.startswith("own memory (USS) of 1 worker: up 200MiB in 10 s")
+
+
+def test_one_allocation_retry_and_one_out_of_memory_error_are_each_in_the_singular():
+    def make(t: float):  # type: ignore[no-untyped-def]
+        probe = device(allocated_gib=40, reserved_gib=76, retries=1 if t > 0 else 0, ooms=1 if t > 0 else 0)
+        return sample(t, view(loader(batch=64), workers(2), cuda=(probe,)), gpus=(gpu(used_gib=76),))
+
+    finding = memory_near_full(window(make), CONFIG)
+
+    assert "1 allocation retry in" in finding.detail
+    assert "1 out-of-memory error" in finding.detail and "errors" not in finding.detail
+
+
+def test_workers_started_anew_in_one_epoch_count_1_epoch():
+    def make(t: float):  # type: ignore[no-untyped-def]
+        epochs = 1 if t >= 6 else 0
+        pipeline = loader(persistent=False, pass_start_s=3.0, workers=4, passes=epochs + 1, batches=int(t * 10))
+        return sample(t, view(pipeline, workers(4), workers_replaced=epochs))
+
+    finding = persistent_workers_off(window(make, seconds=12), CONFIG)
+
+    assert finding.detail.startswith("1 epoch started in 12 s")
