@@ -6,13 +6,14 @@ import pytest
 
 from gputop.advisor import AdvisorConfig
 from gputop.advisor.rules import (
+    cuda_in_worker,
     memory_near_full,
     node_cpu_oversubscribed,
     persistent_workers_off,
     too_many_workers,
     worker_memory_growth,
 )
-from tests.advisor.build import device, gpu, host, loader, sample, view, window, workers
+from tests.advisor.build import device, gpu, host, loader, row, sample, view, window, workers
 from tests.advisor.test_jobs import job_of
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -68,3 +69,20 @@ def test_workers_started_anew_in_one_epoch_count_1_epoch():
     finding = persistent_workers_off(window(make, seconds=12), CONFIG)
 
     assert finding.detail.startswith("1 epoch started in 12 s")
+
+
+def test_one_worker_on_the_gpu_holds_a_context_and_two_hold_one_each():
+    def on_gpu(*pids: int):  # type: ignore[no-untyped-def]
+        rows = tuple(row(pid=pid, gib=0.5) for pid in pids)
+        return window(lambda t: sample(t, view(loader(), workers(2)), gpus=(gpu(),), worker_rows=rows))
+
+    one, two = cuda_in_worker(on_gpu(5001), CONFIG), cuda_in_worker(on_gpu(5001, 5002), CONFIG)
+
+    assert (one.title, one.detail) == (
+        "1 DataLoader worker holds a CUDA context",
+        "worker PID 5001 on the GPU with 512MiB",
+    )
+    assert (two.title, two.detail) == (
+        "2 DataLoader workers hold a CUDA context",
+        "worker PIDs 5001, 5002 on the GPU with 1.00GiB",
+    )

@@ -142,10 +142,11 @@ def cuda_in_worker(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     held = sum(r.gpu_memory_bytes or 0 for r in rows)
     pids = tuple(sorted({r.pid for r in rows}))
+    one = len(pids) == 1
     return Finding(
         severity=WARNING,
-        title=f"{len(pids)} DataLoader worker(s) hold a CUDA context",
-        detail=f"worker PID {', '.join(map(str, pids))} on the GPU with {fmt_bytes(held)}",
+        title=f"{count(len(pids), 'DataLoader worker')} {'holds' if one else 'hold'} a CUDA context",
+        detail=f"worker PID{'' if one else 's'} {', '.join(map(str, pids))} on the GPU with {fmt_bytes(held)}",
         action=(
             "Keep CUDA out of the Dataset and collate_fn: return CPU tensors and move the batch to the GPU in the "
             "training loop (pin_memory=True, .to(device, non_blocking=True)). Each worker's context costs "
