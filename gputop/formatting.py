@@ -42,6 +42,28 @@ def fmt_count(n: int | None) -> str:
     return f"{value:.{digits}f}{unit}"
 
 
+def counted(n: int | None, noun: str, many: str | None = None) -> str:
+    """``1 worker``, ``2 workers``, ``13,408 batches`` (``many``: the plural where it is not ``noun`` + s);
+    ``N/A threads`` for a count that could not be read."""
+    if n is None:
+        return f"{NA} {many or noun + 's'}"
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
+
+
+def short_command(command: str) -> str:
+    """A command line as a narrow column shows it: the program by its base name, then the arguments, so a venv's
+    ``/home/alice/project/.venv/bin/python train.py`` reads ``python train.py`` and the script stays in sight. The
+    whole line stays where there is room for it (the detail screen, ``--json``).
+
+    A command line is its arguments joined by spaces, so a program whose path holds a space is cut at the first.
+    """
+    program, space, arguments = command.partition(" ")
+    name = program.rpartition("/")[2]
+    if not name or name == program or program.startswith("["):
+        return command
+    return name + space + arguments
+
+
 def fmt_percent(value: float | None) -> str:
     return NA if value is None else f"{value:.0f}%"
 

@@ -195,7 +195,7 @@ class SignalForwarder:
 
 def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
     """One line on the job: its busiest view's loader, data wait, throughput, workers, pinning, main thread."""
-    from gputop.formatting import fmt_bytes, fmt_duration
+    from gputop.formatting import counted, fmt_bytes, fmt_duration
 
     view = max(views, key=lambda v: (v.loader is not None, len(v.workers), -v.pid))
     parts = [f"PID {view.pid} up {fmt_duration(elapsed_s)}"]
@@ -213,11 +213,11 @@ def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
             if loader.samples_per_s is not None:
                 rate += f" {loader.samples_per_s:.0f} samples/s"
             parts.append(rate)
-    workers = f"{len(view.workers)} workers"
+    workers = counted(len(view.workers), "worker")
     if view.worker_start_method:
         workers += f" ({view.worker_start_method})"
     if view.workers_cpu_percent is not None and view.usable_cpu_count:
-        workers += f" {view.workers_cpu_percent / 100:.1f}/{view.usable_cpu_count} cores"
+        workers += f" {view.workers_cpu_percent / 100:.1f}/{counted(view.usable_cpu_count, 'core')}"
     parts.append(workers)
     parts.append(f"pin_memory {view.pin_memory.state}")
     if view.main_thread.activity:

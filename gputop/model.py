@@ -29,6 +29,9 @@ NOT_REPORTED = "not reported by the driver"
 NOT_IN_MIG_MODE = "not available in MIG mode"
 """NVML answers no utilization (GPU, memory controller, per process) on a GPU partitioned with MIG, nor on its
 instances: SM and tensor activity come from GPM per instance instead, on Hopper and newer."""
+MIG_MEMORY_ROOT_ONLY = "root only in MIG mode"
+"""What ``no permission`` on a MIG GPU's memory means: NVML gives the aggregate over the instances to a privileged
+caller only (NVML API reference, ``nvmlDeviceGetMemoryInfo``); each instance's own memory is read."""
 
 # The states and kinds below are Literal types, so a misspelt one is a type error; the strings are what the JSON
 # documents, recordings and remote snapshots hold.
@@ -228,6 +231,14 @@ class Gpu:
         if not self.memory_total_bytes or self.memory_used_bytes is None:
             return None
         return self.memory_used_bytes / self.memory_total_bytes
+
+    def memory_reason(self, full: bool = False) -> str:
+        """Why ``memory_used_bytes`` is None; in ``full`` with what it means where that is known
+        (``no permission: root only in MIG mode``)."""
+        reason = self.unavailable.get("memory_used_bytes") or "no reason given"
+        if full and reason == NO_PERMISSION and self.mig_mode == MIG_ENABLED:
+            return f"{reason}: {MIG_MEMORY_ROOT_ONLY}"
+        return reason
 
     def mig_instance(self, gpu_instance_id: int | None, compute_instance_id: int | None) -> MigInstance | None:
         """The instance with these ids, if the GPU has it."""

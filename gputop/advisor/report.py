@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
-from gputop.formatting import fmt_clock, fmt_span
+from gputop.formatting import counted, fmt_clock, fmt_span
 from gputop.model import Advice
 
 if TYPE_CHECKING:
@@ -162,8 +162,8 @@ def render_recording_report(report: RecordingReport) -> str:
         lines.append(f"{info.path}: no snapshots{host}")
     else:
         lines.append(
-            f"{info.path}: {len(report.timeline)} snapshots{host}, {fmt_clock(first, True)} to {fmt_clock(last)} "
-            f"({fmt_span(last - first)})"
+            f"{info.path}: {counted(len(report.timeline), 'snapshot')}{host}, {fmt_clock(first, True)} to "
+            f"{fmt_clock(last)} ({fmt_span(last - first)})"
         )
     who = f"PID {report.pid} and the training processes below it" if report.pid else "every training process"
     lines.append(f"Advisor over {who}")

@@ -25,6 +25,7 @@ from gputop.cli.console import error, say, tell
 from gputop.collect.sampler import SnapshotMaker, every
 from gputop.document import training_to_dict
 from gputop.files import create_fresh, replace_file
+from gputop.formatting import counted
 from gputop.launch import SignalForwarder, exit_code, foreground_terminal, probe_env, start, status_line, stop
 from gputop.model import Snapshot, TrainingView, job_views
 from gputop.probe import channel
@@ -125,7 +126,7 @@ def run_job(
     finally:
         if sink is not None:
             sink.close()
-            say(f"recorded {sink.recorder.written} snapshots to {record}")
+            say(f"recorded {counted(sink.recorder.written, 'snapshot')} to {record}")
     code = exit_code(child.wait())
     forwarder.release_terminal()
     if log_path:

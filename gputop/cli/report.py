@@ -98,6 +98,7 @@ def report_live(args: argparse.Namespace, seconds: float) -> int:
     import json
 
     from gputop.advisor.report import advice_document, render_advice
+    from gputop.formatting import counted
 
     seen = watch(args.report_pid, seconds, checks.advisor_config(args.report_window))
     raised = seen.advisor.raised()
@@ -106,7 +107,8 @@ def report_live(args: argparse.Namespace, seconds: float) -> int:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         ended = f"; it ended after {seen.watched_s:.0f} s" if seen.ended else ""
-        sys.stdout.write(f"PID {args.report_pid}: watched {seen.watched_s:.0f} s, {seen.snapshots} snapshots{ended}\n")
+        snapshots = counted(seen.snapshots, "snapshot")
+        sys.stdout.write(f"PID {args.report_pid}: watched {seen.watched_s:.0f} s, {snapshots}{ended}\n")
         sys.stdout.write(render_advice(raised))
     sys.stdout.flush()
     return 0

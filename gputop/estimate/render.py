@@ -9,7 +9,7 @@ from typing import Any
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 from gputop.estimate.report import Report
 from gputop.estimate.search import MAX_BATCH
-from gputop.formatting import fmt_bytes
+from gputop.formatting import counted, fmt_bytes
 from gputop.sanitize import printable
 from gputop.table import aligned
 
@@ -31,7 +31,8 @@ def render_text(report: Report) -> str:
     what = "inference (one forward pass, no gradients)" if settings.inference else f"training, {settings.optimizer}"
     checkpointing = ", activation checkpointing" if settings.checkpointing else ""
     lines = [
-        f"{printable(report.model)}: {report.parameters:,} parameters, {what}, {settings.precision}{checkpointing}",
+        f"{printable(report.model)}: {counted(report.parameters, 'parameter')}, {what}, {settings.precision}"
+        + checkpointing,
     ]
     if settings.memory_bytes is not None:
         lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {settings.margin:.0%} free")
@@ -71,7 +72,7 @@ def conclusions(report: Report) -> list[str]:
         else:
             lines.append(
                 f"largest batch that fits: {report.largest_batch} "
-                f"(margin {margin}, {report.search_estimates} estimates)"
+                f"(margin {margin}, {counted(report.search_estimates, 'estimate')})"
             )
     first = report.batches[0]
     lines.append(

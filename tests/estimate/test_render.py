@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -88,3 +89,12 @@ def test_the_json_document_has_stable_keys_and_bytes_as_integers():
     assert (first["nvml_bytes"], first["fits"]) == (1536 * MIB, True)
     assert doc["settings"]["optimizer_args"] == {"lr": 0.1}
     assert doc["rule_of_thumb_bytes"] == 16 * 26_214_400
+
+
+def test_a_model_of_one_parameter_and_a_search_of_one_estimate_say_so_in_the_singular():
+    one = dataclasses.replace(report(), parameters=1, search_estimates=1)
+
+    text = render_text(one)
+
+    assert text.startswith("models:net: 1 parameter, training")
+    assert "(margin 10%, 1 estimate)" in text

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.report import recording_document, report_recording
+from gputop.advisor.report import recording_document, render_recording_report, report_recording
 from gputop.advisor.timeline import advise
 from gputop.store import SCHEMA_VERSION, Recorder
 from tests.ui import scenes, training_scenes
@@ -215,3 +215,11 @@ def test_bad_arguments_for_a_recording_are_one_line_and_exit_2(recording, args, 
 
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and says in done.stderr
+
+
+def test_a_recording_of_one_snapshot_is_reported_as_1_snapshot(tmp_path):
+    path = record(tmp_path / "one.gputop", [training_scenes.starved_job(T0)])
+
+    text = render_recording_report(report_recording(str(path), None, AdvisorConfig()))
+
+    assert f"{path}: 1 snapshot on gpu-node-07, " in text

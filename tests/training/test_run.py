@@ -148,7 +148,7 @@ def test_headless_prints_a_periodic_status_line(probe_dir):
     code, _, _ = finish(proc)
     assert code == 42  # the job's own answer to the forwarded SIGTERM
     assert "batch 4" in line
-    assert "1 workers (fork)" in line
+    assert "1 worker (fork)" in line
     assert "pin_memory off" in line
 
 

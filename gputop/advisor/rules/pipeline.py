@@ -255,9 +255,9 @@ def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | Non
     return Finding(
         severity=WARNING if starts.lost_share >= th.STARTUP_SHARE_WARNING else INFO,
         title=f"Workers restart every epoch: {pct(starts.lost_share)} of the time goes to starting them",
-        detail=f"{starts.passes} epochs started in {w.span_s:.0f} s, each with new workers; the last one's first "
-        f"batch came {starts.pass_start_s:.2f} s after it started, where the loop waits {starts.batch_wait_s:.3f} s "
-        "for any other batch",
+        detail=f"{count(starts.passes, 'epoch')} started in {w.span_s:.0f} s, each with new workers; the last one's "
+        f"first batch came {starts.pass_start_s:.2f} s after it started, where the loop waits "
+        f"{starts.batch_wait_s:.3f} s for any other batch",
         action=(
             "Set persistent_workers=True: the workers then live across epochs, keeping their Dataset copy, "
             "imports and open files, instead of being started again at each one."

@@ -22,7 +22,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from gputop.advisor.window import AdvisorConfig
-from gputop.formatting import fmt_length
+from gputop.formatting import counted, fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import RecordingError
 from gputop.ui.app import GputopApp, dashboard_help_groups
@@ -113,7 +113,8 @@ class ReplayPlayer:
         first = source.readable(0)
         start = source.readable(source.index_at(start_time) if start_time is not None else 0)
         if first is None or start is None:
-            raise ReplayError(f"none of the {len(source)} snapshots in {source.recording.info.path} can be read")
+            snapshots = counted(len(source), "snapshot")
+            raise ReplayError(f"none of the {snapshots} in {source.recording.info.path} can be read")
         self.first_snapshot = source.read(first)
         self.source = source
         self.advisor_config = advisor_config
@@ -359,7 +360,8 @@ class ReplayPlayer:
 
     def _progress_note(self) -> str:
         n = len(self.source)
-        return f"Computing the advisor's findings over the recording: {self._findings_done / n:.0%} of {n} snapshots"
+        done = self._findings_done / n
+        return f"Computing the advisor's findings over the recording: {done:.0%} of {counted(n, 'snapshot')}"
 
     def _show_progress(self) -> None:
         if self.findings is None:
