@@ -111,6 +111,11 @@ def test_json_gives_bytes_as_integers_and_the_largest_batch_found_by_search(ran)
     assert doc["search_estimates"] > 2
 
 
+def test_the_parts_live_at_the_peak_add_up_to_the_peak(ran):
+    for batch in document(ran, "training")["batches"]:
+        assert sum(batch["at_peak"].values()) == batch["peak_allocated_bytes"]
+
+
 def test_inference_counts_no_gradients_or_optimizer_and_needs_less_than_training(ran):
     training, inference = document(ran, "training")["batches"][0], document(ran, "inference")["batches"][0]
     assert inference["held"]["gradients"] == inference["held"]["optimizer"] == 0
