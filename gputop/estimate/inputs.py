@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.estimate.errors import EstimateError
+from gputop.estimate.errors import EstimateError, users_code
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 """The dtypes an ``--input`` may name; floating ones follow the model's dtype under ``bf16``."""
@@ -51,11 +51,9 @@ def load_factory(spec: str) -> Callable[[], Any]:
     module_name, function_name = match.groups()
     if "" not in sys.path:
         sys.path.insert(0, "")
-    try:
+    with users_code(lambda: f"cannot import {module_name}: "):
         module = importlib.import_module(module_name)
-    except Exception as exc:  # the factory's module may raise anything while it is imported
-        raise EstimateError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
-    factory = getattr(module, function_name, None)
+        factory = getattr(module, function_name, None)  # a module's __getattr__ is its code too
     if not callable(factory):
         raise EstimateError(f"{module_name} has no function {function_name}")
     return factory
