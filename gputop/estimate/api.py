@@ -7,7 +7,8 @@ from typing import Any
 
 from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
 from gputop.estimate.errors import EstimateError
-from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs
+from gputop.estimate.factory import load_factory
+from gputop.estimate.inputs import InputSpec, parse_inputs
 from gputop.estimate.parts import BatchEstimate
 from gputop.estimate.progress import Phase, Progress
 from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS, Precision, Report, Settings
@@ -57,14 +58,14 @@ def estimate(
     Returns:
         The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
     """
-    from gputop.estimate.session import Session
-
     if precision not in PRECISIONS:
         raise EstimateError(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
     if not batch_sizes or any(b < 1 for b in batch_sizes):
         raise EstimateError("batch sizes must be 1 or more")
     name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
-    factory = load_factory(model) if isinstance(model, str) else model
+    factory = load_factory(model) if isinstance(model, str) else model  # first: it settles where torch comes from
+    from gputop.estimate.session import Session
+
     specs = parse_inputs(inputs) if isinstance(inputs, str) else None if inputs is None else tuple(inputs)
     settings = Settings(
         optimizer=None if inference else optimizer,

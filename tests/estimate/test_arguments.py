@@ -8,7 +8,8 @@ import pytest
 
 from gputop.cli.args import byte_size
 from gputop.estimate.errors import EstimateError, describe
-from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs, parse_optimizer_args
+from gputop.estimate.factory import load_factory
+from gputop.estimate.inputs import InputSpec, parse_inputs, parse_optimizer_args
 
 pytestmark = pytest.mark.fast
 
