@@ -24,6 +24,10 @@ from gputop.estimate_defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISI
 from gputop.formatting import fmt_bytes
 from gputop.sanitize import printable
 
+ERASE_TO_END = "\x1b[K"
+"""The terminal's erase-to-end-of-line control: what rewrites the progress line leaves nothing of the longer one
+before it."""
+
 NEEDS_TORCH = 'gputop estimate needs PyTorch: pip install "gputop-ml[torch]" (in a checkout: pip install ".[torch]")'
 
 
@@ -211,18 +215,15 @@ def progress_on_terminal(wanted: bool) -> Iterator[Callable[[str], None]]:
     if not (wanted and sys.stderr.isatty()):
         yield lambda text: None
         return
-    shown = 0
 
     def show(text: str) -> None:
-        nonlocal shown
-        text = printable(text)[: _columns() - 1]  # a line that wrapped could not be rewritten with \r
-        tell("\r" + text + " " * (shown - len(text)))
-        shown = len(text)
+        # cut to the width: a line that wrapped could not be rewritten from its start
+        tell("\r" + printable(text)[: _columns() - 1] + ERASE_TO_END)
 
     try:
         yield show
     finally:
-        tell("\r" + " " * shown + "\r")
+        tell("\r" + ERASE_TO_END)  # the terminal's own echo of ^C included
 
 
 def _columns() -> int:

@@ -14,6 +14,7 @@ import pytest
 from gputop.estimate.parts import BatchEstimate, Parts
 from gputop.estimate.progress import Progress, progress_line
 from tests.estimate.helpers import ROOT
+from tests.factories import wait_until
 from tests.ui.test_tmux import Tmux, gputop_command, tmux  # noqa: F401 (the fixture)
 
 MIB, GIB = 1024**2, 1024**3
@@ -39,6 +40,11 @@ def test_the_first_estimate_has_nothing_before_it_and_without_a_gpu_size_no_verd
     assert (
         progress_line(Progress("asked", 16, needed(8, 3 * GIB, None))) == "estimating batch 16… · batch 8 needs 3.00GiB"
     )
+
+
+def exit_status(path: Path) -> str:
+    """gputop's exit status as the shell in tmux writes it to ``path``, once it is there (two minutes at most)."""
+    return wait_until(lambda: path.exists() and path.read_text().strip(), "gputop's exit status", timeout_s=120)
 
 
 def on_terminal_stderr(*args: str, timeout_s: float = 120) -> tuple[int, str, bytes]:
@@ -98,11 +104,20 @@ def test_on_a_terminal_the_search_shows_the_batch_it_tries_then_erases_the_line(
     screen = tmux.wait_for("largest batch that fits: trying 2…", timeout_s=120)  # held at the gate
     assert "· batch 1 needs 514MiB, fits" in screen
     gate.touch()
-    deadline = time.monotonic() + 120
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert status.read_text().strip() == "0"
+    assert exit_status(status) == "0"
     screen = tmux.screen()
     assert "largest batch that fits: " in screen
     assert "trying" not in screen
     assert "…" not in screen
+
+
+def test_ctrl_c_erases_the_line_and_says_the_estimate_was_interrupted(tmp_path: Path, tmux: Tmux):  # noqa: F811
+    status = tmp_path / "status"
+    env = {"GPUTOP_TEST_GATE": str(tmp_path / "never"), "PYTHONPATH": str(ROOT)}
+    tmux.start_gputop("estimate", GATED, "--memory", "1GiB", env=env, status=status, size=(80, 24))
+    tmux.wait_for("largest batch that fits: trying 2…", timeout_s=120)
+    tmux.run("send-keys", "-t", "gputop", "C-c")
+    screen = tmux.wait_for("gputop: interrupted (KeyboardInterrupt): no estimate", timeout_s=120)
+    assert "trying" not in screen
+    assert "^C" not in screen, "the terminal's echo of Ctrl-C is erased with the line"
+    assert exit_status(status) == "130"
