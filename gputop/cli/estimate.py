@@ -43,7 +43,12 @@ def add_parser(commands: Any) -> None:
         "activations, temporaries), the peak, what the CUDA caching allocator reserves and what NVML will show "
         "(docs/memory.md).",
     )
-    estimate.add_argument("model", metavar="MODEL", help="the model factory, package.module:function")
+    estimate.add_argument(
+        "model",
+        metavar="MODEL",
+        help="the model factory, package.module:function, from PYTHONPATH, the installed packages or the current "
+        "directory (only when no one else can write to it)",
+    )
     estimate.add_argument(
         "--input",
         type=_inputs,
@@ -241,7 +246,7 @@ def users_output_to_stderr() -> Iterator[None]:
     document): ``print`` (``sys.stdout`` is stderr in the block) and writes to file descriptor 1 by C code
     (pointed at stderr in the block) while it runs, and, through an exit handler that runs before the ones the
     model's code registered, whatever it prints as the process ends."""
-    stdout = sys.stdout
+    stdout, stderr = sys.stdout, sys.stderr
     _flush(stdout)
     saved = _point_stdout_at_stderr()
     sys.stdout = sys.stderr
@@ -249,7 +254,7 @@ def users_output_to_stderr() -> Iterator[None]:
         yield
     finally:
         _flush(sys.stdout)
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr  # as the command found them, whatever the model's code set
         if saved is not None:
             os.dup2(saved, 1)
             os.close(saved)

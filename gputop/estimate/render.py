@@ -73,17 +73,17 @@ def conclusions(report: Report) -> list[str]:
                 f"largest batch that fits: {report.largest_batch} "
                 f"(margin {margin}, {report.search_estimates} estimates)"
             )
-    lines.append(rule_of_thumb_line(report))
+    lines += rule_of_thumb_lines(report)
     return lines
 
 
 _STATE_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer state"))
 
 
-def rule_of_thumb_line(report: Report) -> str:
-    """The rule of thumb beside the first batch size's estimated peak, split into the parts live at that peak:
-    the persistent state the rule counts, and the activations and temporaries it does not. The terms are those
-    of the table's column, so they add up to the peak the line names."""
+def rule_of_thumb_lines(report: Report) -> list[str]:
+    """The rule of thumb, then the first batch size's estimated peak split into the parts live at it: the state
+    the rule counts, and the activations and temporaries it does not. The terms are those of the table's column,
+    so they add up to the peak the line names."""
     first = report.batches[0]
     peak = first.at_peak
     live = [label for part, label in _STATE_PARTS if getattr(peak, part)] or ["weights"]
@@ -93,11 +93,12 @@ def rule_of_thumb_line(report: Report) -> str:
         ("activations", peak.activations),
         ("temporaries", peak.temporaries),
     )
-    return (
+    return [
         f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
-        f"no activations counted; estimated peak at batch {first.batch_size}: "
-        f"{fmt_bytes(first.peak_allocated_bytes)} = " + " + ".join(f"{label} {fmt_bytes(n)}" for label, n in terms)
-    )
+        "without activations",
+        f"estimated peak at batch {first.batch_size}: {fmt_bytes(first.peak_allocated_bytes)} = "
+        + " + ".join(f"{label} {fmt_bytes(n)}" for label, n in terms),
+    ]
 
 
 def layer_lines(layers: tuple[LayerRow, ...]) -> list[str]:

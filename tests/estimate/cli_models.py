@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -130,3 +131,8 @@ def exits_in_batch() -> tuple[nn.Module, object]:
         sys.exit(4)
 
     return mlp(), batch
+
+
+def silences_stderr() -> nn.Module:
+    sys.stderr = io.StringIO()
+    raise ValueError("after setting sys.stderr aside")

@@ -71,6 +71,10 @@ BAD = [
     ((f"{MODELS}:unprintable", "--input", "4"), "unprintable raised Unprintable"),
     (("tests.estimate.exits_on_import:f", "--input", "4"), "exits_on_import: SystemExit(0): the model's code asked"),
     ((f"{MODELS}:exits_in_batch",), "(batch size 1): SystemExit(4): the model's code asked to exit"),
+    (
+        (f"{MODELS}:silences_stderr", "--input", "4"),
+        "silences_stderr raised ValueError: after setting sys.stderr aside",
+    ),
     ((f"{MODELS}:exits_in_layer_table", "--input", "8", "--layers"), "(batch size 1): SystemExit(3): the model's"),
 ]
 INTERRUPTED = (f"{MODELS}:interrupts", "--input", "4")
