@@ -37,7 +37,8 @@ def estimate(
     Args:
         model: a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
             a function that makes one batch for a given batch size. It is called under ``FakeTensorMode``, so the
-            model is never materialised.
+            model is never materialised. A name is imported from ``sys.path``, and from the current directory only
+            when no one else can change it (``factory.search_path_for``, which may take it off ``sys.path``).
         batch_sizes: the batch sizes to estimate.
         inputs: the batch's tensors (shapes after the batch dimension, ``"3x224x224"`` or ``InputSpec``\\ s) when
             the factory returns a module alone.
