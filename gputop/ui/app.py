@@ -128,7 +128,7 @@ class GputopApp(App[int]):
         Binding("q", "quit", "Quit", tooltip="Quit gputop (F10 too)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit gputop"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key (F1 too)"),
-        Binding("f10", "quit", "Quit", show=False),  # htop's
+        Binding("f10", "quit", "Quit", show=False),  # htop's quit and help keys
         Binding("f1", "help", "Help", show=False),
         Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; sampling goes on, the graphs stay whole"),
         Binding("plus,equals_sign", "slower", "Slower", show=False, key_display="+", tooltip="Refresh less often"),

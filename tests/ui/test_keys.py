@@ -19,6 +19,7 @@ from gputop.ui.widgets import footer as footer_module
 from gputop.ui.widgets.footer import Footer, ShownKey, fitted
 from gputop.ui.widgets.process_table import ProcessTable
 from tests.ui import scenes
+from tests.ui.mig_scenes import mig_node
 from tests.ui.training_scenes import JOB_PID, starved_job
 
 MakeApp = Callable[..., GputopApp]
@@ -108,6 +109,17 @@ async def test_f6_chooses_the_sort_column_from_a_list(make_app: MakeApp) -> None
         assert sort_key(app) == ("gpu_mem", False)
 
 
+async def test_the_sort_keys_move_on_from_a_column_only_some_tables_have(make_app: MakeApp) -> None:
+    app = make_app([mig_node()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await press(app, pilot, "f6", "down", "enter")  # GPU, then MIG: the column after it
+        assert sort_key(app) == ("mig", False)
+        await press(app, pilot, "s")
+        assert sort_key(app) == ("pid", False)
+        await press(app, pilot, "less_than_sign", "less_than_sign")
+        assert sort_key(app) == ("gpu", False)
+
+
 async def test_f9_asks_before_a_signal_as_k_does(make_app: MakeApp) -> None:
     app = make_app([scenes.training_node()])
     async with app.run_test(size=(120, 40)) as pilot:
@@ -152,6 +164,7 @@ def test_the_help_lists_the_habits_of_htop_and_nvitop(make_app: MakeApp) -> None
     assert rows["< >"].startswith("Sort by the column to the left")
 
 
+@pytest.mark.fast
 def test_an_unknown_function_key_is_named_in_capitals() -> None:
     assert unbound_words("f2", "f2", {}) == "F2 is not a gputop key · ? lists every key"
     assert unbound_words("x", "x", {"x": ""}) == "x does not apply here now · ? lists every key"

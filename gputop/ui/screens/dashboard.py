@@ -317,10 +317,12 @@ class DashboardScreen(Screen[None]):
         self.action_sort_step(1)
 
     def action_sort_step(self, step: int) -> None:
-        """Sort by the column ``step`` columns to the right (left, when negative) of the sorted one."""
-        keys = [c.key for c in COLUMNS]
-        following = keys[(keys.index(self.options.sort_key) + step) % len(keys)]
-        self.action_sort_by(following)
+        """Sort by the column ``step`` columns to the right (left, when negative) of the sorted one, among those on
+        screen (MIG and CONTAINER while shown; a sorted column no longer shown counts as just outside the ends)."""
+        keys = [c.key for c in self.query_one(ProcessTable).columns] or [c.key for c in COLUMNS]
+        key = self.options.sort_key
+        at = keys.index(key) if key in keys else (-1 if step > 0 else len(keys))
+        self.action_sort_by(keys[(at + step) % len(keys)])
 
     def action_sort_by(self, key: str) -> None:
         self.options = replace(self.options, sort_key=key, reverse=False)
