@@ -1,6 +1,9 @@
-"""The nvidia-smi-like text table of ``gputop --once``: a header, the GPUs, then the processes."""
+"""The nvidia-smi-like text table of ``gputop --once``: a header, the GPUs, the processes, then the training jobs
+with a row per rank (the dashboard's job view, whose pure text builders in ``gputop.ui.text.job`` it shares)."""
 
 from __future__ import annotations
+
+import sys
 
 from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
 from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
@@ -147,5 +150,30 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
         lines += [line[:width] for line in aligned(rows, right=right)]
     elif snap.gpus:
         lines.append("No GPU processes.")
+    lines += _job_lines(snap, width)
     # Outside text was made visible where it was read; this is the last line of defence before a terminal.
     return "\n".join(map(printable, lines)).rstrip() + "\n"
+
+
+def _job_lines(snap: Snapshot, width: int | None) -> list[str]:
+    """Each training job: its title, a row per rank as the dashboard's job view has them (no straggler: that takes
+    the advisor's window of snapshots), and how to get the numbers that ranks without a probe report lack."""
+    from gputop.jobs import find_jobs
+
+    jobs = find_jobs(snap)
+    if not jobs:
+        return []
+    # The job view's text, imported only where there is a job: a plain --once pays nothing for it.
+    import textwrap
+
+    from gputop.ui.text.job import cell_text, job_columns, job_title, probe_hint, rank_rows
+
+    lines = []
+    for job in jobs:
+        ranks = rank_rows(job, snap)
+        columns = job_columns(job, ranks, width or sys.maxsize)
+        rows = [[c.title for c in columns], *([cell_text(r, c.key) for c in columns] for r in ranks)]
+        lines += ["", job_title(job, ranks).strip(), *aligned(rows, {i for i, c in enumerate(columns) if c.right})]
+        hint = probe_hint(job)
+        lines += textwrap.wrap(hint, width) if width else [hint] if hint else []
+    return lines

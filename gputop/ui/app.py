@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.message import Message
@@ -24,9 +25,10 @@ from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
 from gputop.ui.feed import Feed, LiveFeed
 from gputop.ui.history import History
-from gputop.ui.keys import HelpGroup, HelpRow, key_help
+from gputop.ui.keys import HelpGroup, HelpRow, bound_keys, key_help, unbound_words
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.terminal import driver_class
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.process_table import ProcessTable
 
 INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -123,9 +125,11 @@ class GputopApp(App[int]):
     TITLE = "gputop"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", tooltip="Quit gputop"),
+        Binding("q", "quit", "Quit", tooltip="Quit gputop (F10 too)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit gputop"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key (F1 too)"),
+        Binding("f10", "quit", "Quit", show=False),  # htop's quit and help keys
+        Binding("f1", "help", "Help", show=False),
         Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; sampling goes on, the graphs stay whole"),
         Binding("plus,equals_sign", "slower", "Slower", show=False, key_display="+", tooltip="Refresh less often"),
         Binding(
@@ -267,6 +271,20 @@ class GputopApp(App[int]):
     def key_help(self) -> list[tuple[str, str]]:
         """Every key that works now, read from the bindings of the mode and its screens."""
         return key_help(self.mode.help_groups(), self.key_allowed)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that reached the app and that no binding here takes (a habit from htop or nvitop, a key of another
+        screen) is not ignored in silence: the footer says so for a moment (a dialog without one, a notification).
+        Runs before Textual's own handler, which then looks for a binding of the key."""
+        if event.key in self.screen.active_bindings:
+            return
+        display = self.get_key_display(Binding(event.key, ""))
+        words = unbound_words(event.key, display, bound_keys([*self.mode.help_groups(), self.mode.bindings]))
+        footers = self.screen.query(Footer)
+        if footers:
+            footers.first().say(words)
+        else:
+            self.notify(words, timeout=3)
 
     def action_help(self) -> None:
         from gputop.ui.screens.help import HelpScreen

@@ -190,6 +190,17 @@ def test_the_target_is_the_selected_training_process_or_the_one_shown_so_far() -
     assert training_target(snap, None, 1, OTHER_PID).pid == OTHER_PID  # type: ignore[union-attr]
 
 
+def test_a_gpu_process_without_training_evidence_is_shown_only_as_the_focus() -> None:
+    job = starved_job()
+    holder = TrainingView(pid=7000, name="sleep")  # a view of a GPU process with no evidence
+    snap = replace(job, training=(*job.training, holder))
+
+    assert training_target(snap, None, 7000, None).pid == JOB_PID  # type: ignore[union-attr]
+    assert training_target(snap, None, None, 7000).pid == JOB_PID  # type: ignore[union-attr]
+    assert training_target(snap, 7000, None, None) is holder
+    assert training_target(snap, 7000, 7000, 7000) is holder
+
+
 def test_a_torchrun_agent_stands_for_its_first_rank() -> None:
     rank = starved()
     agent = TrainingView(pid=100, role=ROLE_TORCHRUN_AGENT, ranks=(rank.pid,))
