@@ -422,10 +422,12 @@ PROBE_STALE: Final = "stale"
 PROBE_MALFORMED: Final = "malformed"
 PROBE_FOREIGN: Final = "foreign owner"
 PROBE_AWAITED: Final = (
-    "awaiting the probe's first report (gputop run started this process; the probe writes once a DataLoader runs)"
+    "awaiting the probe's first report (gputop run started this process; the probe writes once a DataLoader "
+    "runs or an optimizer steps)"
 )
 """Why a process that ``gputop run`` started, with the probe on, has no report yet: the probe writes its first
-once the job makes its first DataLoader iterator, seconds after the start (imports, the dataset, the model)."""
+once the job makes its first DataLoader iterator or steps an optimizer, seconds after the start (imports, the
+dataset, the model)."""
 
 
 @dataclass(frozen=True, slots=True)
