@@ -1,0 +1,131 @@
+"""The third stage of a run: the job watched until it ends, on the dashboard while it is open, then headless
+(a status line now and then); every snapshot goes to the run's advisor and to the recording."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Callable
+
+from gputop.advisor import Advisor
+from gputop.advisor.report import sample_every_s
+from gputop.collect.sampler import SnapshotMaker, every
+from gputop.formatting import counted
+from gputop.model import Snapshot, TrainingView, job_views
+from gputop.run.console import Console
+from gputop.run.job import Job
+from gputop.run.launch import stop
+from gputop.run.options import RunOptions
+from gputop.run.prepare import SAMPLE_EVERY_S, Prepared
+from gputop.run.status import status_line
+
+HEADLESS_STATUS_EVERY_S = 5.0
+
+
+def watch(job: Job, watcher: Watcher, prepared: Prepared, options: RunOptions, console: Console) -> None:
+    """Watch the job to its end: on the dashboard, if there is one, until it closes; then headless. Closing the
+    dashboard while the job runs waits for it, or stops it (``DashboardOptions.on_close``)."""
+    sink = prepared.sink
+    if sink is not None:
+        console.say(f"recording to {options.record}")
+    try:
+        if prepared.dashboard is not None:
+            _dashboard(prepared.dashboard, job, watcher, prepared, options, console)
+        watcher.watch(job.child, status_every_s=options.interval_s or HEADLESS_STATUS_EVERY_S)
+    finally:
+        if sink is not None:
+            sink.close()
+            console.say(f"recorded {counted(sink.recorder.written, 'snapshot')} to {options.record}")
+
+
+def _dashboard(
+    dashboard: Callable[..., int],
+    job: Job,
+    watcher: Watcher,
+    prepared: Prepared,
+    options: RunOptions,
+    console: Console,
+) -> None:
+    if prepared.log_path:
+        console.say(f"job output goes to {prepared.log_path}")
+    # The dashboard samples while it is open: its snapshots feed the run's advisor and the recording.
+    dashboard(
+        interval_s=options.interval_s or 1.0,
+        pid=job.pid,
+        readonly=False,
+        on_snapshot=watcher.take,
+        advisor_config=options.advisor,
+        notice=options.dashboard.notice or prepared.reports.notice,
+        close=job.forwarder.hung_up,
+    )
+    if job.child.poll() is not None:
+        return
+    if options.dashboard.on_close == "stop":
+        console.say(f"dashboard closed; stopping PID {job.pid}")
+        stop(job.child)
+    else:
+        console.say(f"dashboard closed; waiting for PID {job.pid} (kill -INT {os.getpid()} interrupts it)")
+
+
+class Watcher:
+    """Takes the job's snapshots: the dashboard's sampler's while it is open, then its own, made on the calling
+    thread until the command exits; each feeds the recording, if any, and the advisor."""
+
+    def __init__(self, pid: int, advisor: Advisor, console: Console, record: Callable[[Snapshot], None] | None) -> None:
+        self.pid = pid
+        self.advisor = advisor
+        self.views: tuple[TrainingView, ...] = ()
+        """The job's last training views seen by ``watch``."""
+        self._record = record
+        self._console = console
+        self._advisor_failed = False
+        self._maker: SnapshotMaker | None = None
+
+    def watch(self, child: subprocess.Popen, status_every_s: float) -> None:
+        """Wait for the command, printing a status line every ``status_every_s``."""
+        self._maker = SnapshotMaker(focus_pid=self.pid)
+        started = time.monotonic()
+        status_due = started + status_every_s
+        every_s = min(sample_every_s(self.advisor.config, SAMPLE_EVERY_S), status_every_s)
+        snapshots = every(every_s, maker=self._maker, first="later", wait=lambda s: _ended(child, s))
+        with contextlib.closing(snapshots):
+            for snap in snapshots:
+                self.take(snap)
+                self.views = job_views(snap.training, self.pid) or self.views
+                now = time.monotonic()
+                if now >= status_due and self.views:
+                    self._console.say(status_line(self.views, now - started))
+                    status_due = now + status_every_s
+
+    def take(self, snap: Snapshot) -> None:
+        """One snapshot of the job: to the recording, if any, and to the advisor. Called from one thread at a
+        time: the dashboard's sampler while it is open, then ``watch``."""
+        if self._record is not None:
+            self._record(snap)
+        self._advise(snap)
+
+    def _advise(self, snap: Snapshot) -> None:
+        if self._advisor_failed:
+            return
+        try:
+            self.advisor.update(snap)
+        except Exception as exc:  # a bug in a rule must cost the advice, never the watch of the job
+            self._console.say(f"advisor failed, no findings from now on: {exc!r}")
+            self._advisor_failed = True
+
+    def final_views(self, run_id: str) -> tuple[TrainingView, ...]:
+        """The last views with each probe report replaced by the last one its process wrote, at its exit."""
+        if self._maker is None:
+            return self.views
+        return self._maker.training.final_views(self.views, run_id)
+
+
+def _ended(child: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for the command to end; whether it has."""
+    try:
+        child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
