@@ -18,7 +18,8 @@ def add_parser(commands: Any) -> None:
         "run",
         help="run a training command with the probe active and watch it: gputop run [--headless] -- CMD ARGS...",
         description="Start CMD with gputop's probe active in every Python process it starts, show the dashboard "
-        "focused on it, forward signals to it, and exit with its exit status.",
+        "focused on it, forward signals to it, and exit with its exit status. When CMD ends the dashboard says so "
+        "at once and keeps its last view until q (--exit-with-job: closes by itself).",
     )
     run.add_argument("--headless", action="store_true", help="no dashboard: print a one-line status now and then")
     run.add_argument(
@@ -35,6 +36,12 @@ def add_parser(commands: Any) -> None:
     run.add_argument(
         "--detach", action="store_true", help="leave CMD running if gputop is killed (by default it ends with gputop)"
     )
+    run.add_argument(
+        "--exit-with-job",
+        action="store_true",
+        help="dashboard: close it when CMD ends and print the findings, as headless does (by default the dashboard "
+        "says the job ended and keeps its last view and findings, marked final, until q)",
+    )
     checks.add_interval(
         run,
         "run_interval",
@@ -48,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     command = args.run_command[1:] if args.run_command[:1] == ["--"] else args.run_command
     if not command:
         return error("no command to run: gputop run [--headless] -- CMD ARGS...", 2)
-    from gputop.run import Console, RunOptions, run_job
+    from gputop.run import Console, DashboardOptions, RunOptions, run_job
 
     options = RunOptions(
         tuple(command),
@@ -58,5 +65,6 @@ def main(args: argparse.Namespace) -> int:
         report_json=args.report_json,
         record=args.record,
         detach=args.detach,
+        dashboard=DashboardOptions(exit_with_job=args.exit_with_job),
     )
     return run_job(options, Console(say, tell, error))

@@ -15,7 +15,6 @@ from gputop.files import replace_file
 from gputop.probe import channel
 from gputop.run.console import Console
 from gputop.run.job import Job
-from gputop.run.launch import exit_code
 from gputop.run.options import RunOptions
 from gputop.run.prepare import Prepared
 from gputop.run.watch import Watcher
@@ -23,12 +22,19 @@ from gputop.run.watch import Watcher
 
 def finish(job: Job, watcher: Watcher, prepared: Prepared, options: RunOptions, console: Console) -> int:
     """Say what the run has to say at the end; returns the job's exit status as a shell gives it."""
-    code = exit_code(job.child.wait())
+    job.wait()
+    end = job.end
+    assert end is not None  # set before wait returns
+    code = end.exit_code
     job.forwarder.release_terminal()
     if prepared.log_path:
         console.say(f"job output was written to {prepared.log_path}")
     raised = watcher.advisor.raised()
-    if options.headless or prepared.dashboard is None:
+    # Where no dashboard showed them until the user quit, the end and the findings are said here.
+    unseen = options.headless or prepared.dashboard is None or options.dashboard.exit_with_job
+    if unseen and prepared.dashboard is not None:
+        console.say(f"PID {job.pid} {end.summary()}")
+    if unseen:
         console.tell(f"gputop: advisor findings for PID {job.pid}:\n{render_advice(raised)}")
     reports = prepared.reports
     if options.report_json:

@@ -116,12 +116,13 @@ class SignalForwarder:
     """Passes the signals sent to gputop on to the command, each once; and where the command has the terminal,
     does a shell's part when it stops (Ctrl-Z)."""
 
-    def __init__(self, terminal: int | None = None) -> None:
+    def __init__(self, terminal: int | None = None, hung_up: threading.Event | None = None) -> None:
         self.terminal = terminal
         """gputop's controlling terminal, when the command's group is to be its foreground group (headless, gputop
         in the foreground), else None."""
-        self.hung_up = threading.Event()
-        """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it."""
+        self.hung_up = hung_up if hung_up is not None else threading.Event()
+        """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it.
+        The caller's own event, where it also stands for more (the dashboard's close)."""
         self._child: subprocess.Popen | None = None
         # A stop of the command is seen by its SIGCHLD; it matters only where the command has the terminal.
         self._signals = FORWARDED + ((signal.SIGCHLD,) if terminal is not None else ())

@@ -27,6 +27,6 @@ def run_job(options: RunOptions, console: Console) -> int:
     except CannotRun as exc:
         console.say(str(exc))
         return exc.status
-    watcher = Watcher(job.pid, Advisor(job.pid, options.advisor), console, prepared.sink)
+    watcher = Watcher(job, Advisor(job.pid, options.advisor), console, prepared.sink)
     watch(job, watcher, prepared, options, console)
     return finish(job, watcher, prepared, options, console)

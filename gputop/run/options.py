@@ -18,6 +18,8 @@ class DashboardOptions:
     notice: str | None = None
     """A line for the banner above what the snapshot calls for (``gputop demo`` says what it runs)."""
     on_close: OnClose = "wait"
+    exit_with_job: bool = False
+    """Close the dashboard when the job ends, instead of keeping its last view on screen until ``q``."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from gputop.advisor import AdvisorConfig
 from gputop.advisor.report import sample_every_s
-from gputop.files import create_fresh
+from gputop.files import check_replaceable, create_fresh
 from gputop.probe import channel
 from gputop.run.console import Console
 from gputop.run.options import RunOptions
@@ -79,7 +79,14 @@ class Prepared:
 
 
 def prepare(options: RunOptions, console: Console) -> Prepared:
-    """Everything before the job starts. Raises ``RunError`` for an output that cannot be made (exit 2)."""
+    """Everything before the job starts. Raises ``RunError`` for an output that cannot be made (exit 2): found
+    out after the job, it would have cost the job's whole run."""
+    report = options.report_json
+    if report is not None and report != "-":
+        try:
+            check_replaceable(report)
+        except OSError as exc:
+            raise RunError(f"cannot write --report-json {report}: {exc.strerror or exc}") from None
     sink = None
     if options.record is not None:
         every_s = sample_every_s(options.advisor or AdvisorConfig(), SAMPLE_EVERY_S)

@@ -1,25 +1,29 @@
 """The third stage of a run: the job watched until it ends, on the dashboard while it is open, then headless
-(a status line now and then); every snapshot goes to the run's advisor and to the recording."""
+(a status line now and then); every snapshot of the job goes to the run's advisor and to the recording."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from gputop.advisor import Advisor
 from gputop.advisor.report import sample_every_s
 from gputop.collect.sampler import SnapshotMaker, every
 from gputop.formatting import counted
-from gputop.model import Snapshot, TrainingView, job_views
+from gputop.model import PROCESS_EXITED, Snapshot, TrainingView, job_views
 from gputop.run.console import Console
+from gputop.run.end import JobEnd
 from gputop.run.job import Job
 from gputop.run.launch import stop
 from gputop.run.options import RunOptions
 from gputop.run.prepare import SAMPLE_EVERY_S, Prepared
 from gputop.run.status import status_line
+
+if TYPE_CHECKING:
+    from gputop.ui.feed import Ended
 
 HEADLESS_STATUS_EVERY_S = 5.0
 
@@ -33,7 +37,7 @@ def watch(job: Job, watcher: Watcher, prepared: Prepared, options: RunOptions, c
     try:
         if prepared.dashboard is not None:
             _dashboard(prepared.dashboard, job, watcher, prepared, options, console)
-        watcher.watch(job.child, status_every_s=options.interval_s or HEADLESS_STATUS_EVERY_S)
+        watcher.watch(status_every_s=options.interval_s or HEADLESS_STATUS_EVERY_S)
     finally:
         if sink is not None:
             sink.close()
@@ -50,6 +54,11 @@ def _dashboard(
 ) -> None:
     if prepared.log_path:
         console.say(f"job output goes to {prepared.log_path}")
+    # Told from the reaping thread, the dashboard says so at once and keeps the job's last view, marked final.
+    ended: Future[Ended] = Future()
+    job.on_end(lambda end: ended.set_result(_ended(end, watcher.last_view)))
+    if options.dashboard.exit_with_job:
+        job.on_end(lambda _: job.close.set())
     # The dashboard samples while it is open: its snapshots feed the run's advisor and the recording.
     dashboard(
         interval_s=options.interval_s or 1.0,
@@ -58,9 +67,10 @@ def _dashboard(
         on_snapshot=watcher.take,
         advisor_config=options.advisor,
         notice=options.dashboard.notice or prepared.reports.notice,
-        close=job.forwarder.hung_up,
+        close=job.close,
+        job_end=ended,
     )
-    if job.child.poll() is not None:
+    if job.end is not None:
         return
     if options.dashboard.on_close == "stop":
         console.say(f"dashboard closed; stopping PID {job.pid}")
@@ -69,42 +79,71 @@ def _dashboard(
         console.say(f"dashboard closed; waiting for PID {job.pid} (kill -INT {os.getpid()} interrupts it)")
 
 
-class Watcher:
-    """Takes the job's snapshots: the dashboard's sampler's while it is open, then its own, made on the calling
-    thread until the command exits; each feeds the recording, if any, and the advisor."""
+def _ended(end: JobEnd, last: Snapshot | None) -> Ended:
+    from gputop.ui.feed import Ended
 
-    def __init__(self, pid: int, advisor: Advisor, console: Console, record: Callable[[Snapshot], None] | None) -> None:
-        self.pid = pid
+    return Ended(end.banner(), last)
+
+
+def running(snap: Snapshot, pid: int) -> bool:
+    """Whether ``pid`` is running in ``snap``: seen, and neither gone nor a zombie."""
+    proc = snap.host_process(pid)
+    return proc is not None and proc.status != "zombie" and proc.unavailable.get("status") != PROCESS_EXITED
+
+
+class Watcher:
+    """Takes the job's snapshots until it ends: the dashboard's sampler's while it is open, then its own, made on
+    the calling thread; each feeds the recording, if any, and the advisor."""
+
+    def __init__(self, job: Job, advisor: Advisor, console: Console, record: Callable[[Snapshot], None] | None) -> None:
+        self.job = job
+        self.pid = job.pid
         self.advisor = advisor
         self.views: tuple[TrainingView, ...] = ()
         """The job's last training views seen by ``watch``."""
+        self._last_training: Snapshot | None = None
+        self._last_running: Snapshot | None = None
         self._record = record
         self._console = console
         self._advisor_failed = False
         self._maker: SnapshotMaker | None = None
 
-    def watch(self, child: subprocess.Popen, status_every_s: float) -> None:
-        """Wait for the command, printing a status line every ``status_every_s``."""
+    def watch(self, status_every_s: float) -> None:
+        """Wait for the job's end, printing a status line every ``status_every_s``."""
         self._maker = SnapshotMaker(focus_pid=self.pid)
-        started = time.monotonic()
-        status_due = started + status_every_s
+        status_due = self.job.running_s() + status_every_s
         every_s = min(sample_every_s(self.advisor.config, SAMPLE_EVERY_S), status_every_s)
-        snapshots = every(every_s, maker=self._maker, first="later", wait=lambda s: _ended(child, s))
+        snapshots = every(every_s, maker=self._maker, first="later", wait=self.job.wait)
         with contextlib.closing(snapshots):
             for snap in snapshots:
                 self.take(snap)
                 self.views = job_views(snap.training, self.pid) or self.views
-                now = time.monotonic()
-                if now >= status_due and self.views:
-                    self._console.say(status_line(self.views, now - started))
-                    status_due = now + status_every_s
+                running_s = self.job.running_s()
+                if running_s >= status_due and self.views:
+                    # The job's own time: the dashboard may have had it for an hour before this watch began.
+                    self._console.say(status_line(self.views, running_s))
+                    status_due = running_s + status_every_s
 
     def take(self, snap: Snapshot) -> None:
-        """One snapshot of the job: to the recording, if any, and to the advisor. Called from one thread at a
-        time: the dashboard's sampler while it is open, then ``watch``."""
+        """One snapshot: to the recording, if any, and to the advisor, unless taken after the job's end. Called
+        from one thread at a time: the dashboard's sampler while it is open, then ``watch``."""
+        end = self.job.end
+        if end is not None and snap.time > end.at:
+            return
         if self._record is not None:
             self._record(snap)
         self._advise(snap)
+        if running(snap, self.pid):
+            self._last_running = snap
+            if any(view.trains for view in job_views(snap.training, self.pid)):
+                self._last_training = snap
+
+    @property
+    def last_view(self) -> Snapshot | None:
+        """The snapshot to keep on screen once the job has ended: the last one taken while it ran and trained
+        (a torchrun agent outlives its ranks, and alone shows nothing of the training), else the last one taken
+        while it ran."""
+        return self._last_training or self._last_running
 
     def _advise(self, snap: Snapshot) -> None:
         if self._advisor_failed:
@@ -120,12 +159,3 @@ class Watcher:
         if self._maker is None:
             return self.views
         return self._maker.training.final_views(self.views, run_id)
-
-
-def _ended(child: subprocess.Popen, timeout_s: float) -> bool:
-    """Wait up to ``timeout_s`` for the command to end; whether it has."""
-    try:
-        child.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
