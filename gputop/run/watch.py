@@ -7,7 +7,6 @@ import contextlib
 import os
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
 
 from gputop.advisor import Advisor
 from gputop.advisor.report import sample_every_s
@@ -21,9 +20,6 @@ from gputop.run.launch import stop
 from gputop.run.options import RunOptions
 from gputop.run.prepare import SAMPLE_EVERY_S, Prepared
 from gputop.run.status import status_line
-
-if TYPE_CHECKING:
-    from gputop.ui.feed import Ended
 
 HEADLESS_STATUS_EVERY_S = 5.0
 
@@ -52,11 +48,18 @@ def _dashboard(
     options: RunOptions,
     console: Console,
 ) -> None:
+    from gputop.ui.feed import Ended  # here: a headless run needs no dashboard
+
     if prepared.log_path:
         console.say(f"job output goes to {prepared.log_path}")
     # Told from the reaping thread, the dashboard says so at once and keeps the job's last view, marked final.
     ended: Future[Ended] = Future()
-    job.on_end(lambda end: ended.set_result(_ended(end, watcher.last_view)))
+
+    def tell(end: JobEnd) -> None:
+        if ended.set_running_or_notify_cancel():  # not once the dashboard has closed
+            ended.set_result(Ended(end.banner(), watcher.last_view))
+
+    job.on_end(tell)
     if options.dashboard.exit_with_job:
         job.on_end(lambda _: job.close.set())
     # The dashboard samples while it is open: its snapshots feed the run's advisor and the recording.
@@ -70,6 +73,7 @@ def _dashboard(
         close=job.close,
         job_end=ended,
     )
+    ended.cancel()
     if job.end is not None:
         return
     if options.dashboard.on_close == "stop":
@@ -77,12 +81,6 @@ def _dashboard(
         stop(job.child)
     else:
         console.say(f"dashboard closed; waiting for PID {job.pid} (kill -INT {os.getpid()} interrupts it)")
-
-
-def _ended(end: JobEnd, last: Snapshot | None) -> Ended:
-    from gputop.ui.feed import Ended
-
-    return Ended(end.banner(), last)
 
 
 def running(snap: Snapshot, pid: int) -> bool:

@@ -304,7 +304,7 @@ def run_dashboard(
     advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
     closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up). ``job_id`` opens that job's view
     on top (``--job``). ``job_end`` is resolved, from any thread, when the job ``pid`` names ends (``gputop run``):
-    the dashboard says so and keeps the job's last view."""
+    the dashboard says so and keeps the job's last view; cancelled, it says nothing."""
     # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first snapshot
     # (SnapshotMaker makes them when first used), where they would compete with Textual's start for the first frame.
     from gputop.collect import host, training  # noqa: F401
@@ -315,7 +315,12 @@ def run_dashboard(
         source.subscribe(on_snapshot)
     feed = LiveFeed(source, Advisor(pid, advisor_config))
     if job_end is not None:
-        job_end.add_done_callback(lambda done: feed.end(done.result()))
+
+        def told(done: Future[Ended]) -> None:
+            if not done.cancelled():
+                feed.end(done.result())
+
+        job_end.add_done_callback(told)
     app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice, job_id=job_id)
     ended = threading.Event()
     if close is not None:

@@ -211,7 +211,7 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
 
     assert code == 0, err
     pid = last_json(out)["pid"]
-    keys = ["advisor_config", "close", "interval_s", "notice", "on_snapshot", "pid", "readonly"]
+    keys = ["advisor_config", "close", "interval_s", "job_end", "notice", "on_snapshot", "pid", "readonly"]
     assert f"dashboard [('interval_s', 1.0), ('pid', {pid}), ('readonly', False)] {keys}" in err
     assert "job output" not in out.splitlines()[:-1]
     log = next(line for line in err.splitlines() if "job output was written to" in line).rsplit(" ", 1)[1]

@@ -124,3 +124,5 @@ def test_after_q_the_status_line_counts_the_jobs_time_not_the_watchs(tmp_path: P
 
     psutil.Process(pid).send_signal(15)
     assert exit_status(status) == 42  # the job's own answer to SIGTERM
+    screen = tmux.screen()
+    assert "Traceback" not in screen and "failed" not in screen, "the closed dashboard is not told of the end"
