@@ -34,9 +34,9 @@ def main(args: argparse.Namespace) -> int:
 def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool) -> int:
     """Serve on ``listen`` (``DEFAULT_LISTEN`` when no textfile is asked for) and/or write the textfile.
 
-    Returns the exit status: 2 for a bad ``--listen`` or ``--textfile``, 1 when the address cannot be bound,
-    the file cannot be written or the sampling thread died, 0 after SIGTERM, 130 after SIGINT. Every error is one
-    line on stderr.
+    Returns the exit status: 2 for a bad ``--listen`` or a ``--textfile`` directory gputop cannot write to, 1 when
+    the address cannot be bound, the file can no longer be written or the sampling thread died, 0 after SIGTERM,
+    130 after SIGINT. Every error is one line on stderr.
     """
     import asyncio
 
@@ -51,6 +51,14 @@ def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_
         return error(str(exc), 2)
     if textfile_dir is not None and not os.path.isdir(textfile_dir):
         return error(f"--textfile {textfile_dir!r} is not a directory", 2)
+    if textfile_dir is not None:
+        from gputop.export.textfile import textfile_path
+        from gputop.files import check_replaceable
+
+        try:  # now, not at the first refresh, after the service has been announced as up
+            check_replaceable(textfile_path(textfile_dir))
+        except OSError as exc:
+            return error(f"cannot write --textfile {textfile_dir!r}: {exc.strerror or exc}", 2)
     try:
         return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say))
     except exporter.ExportError as exc:

@@ -141,6 +141,13 @@ def test_a_textfile_directory_that_does_not_exist_is_exit_2(tmp_path):
     assert result.stderr == f"gputop: error: --textfile '{tmp_path / 'missing'}' is not a directory\n"
 
 
+def test_a_textfile_directory_that_cannot_be_written_is_exit_2_before_serving():
+    result = export("--textfile", "/sys")  # no file can be made there, not even by root
+
+    assert result.returncode == 2
+    assert result.stderr == "gputop: error: cannot write --textfile '/sys': Permission denied\n"
+
+
 def test_by_default_it_listens_on_the_default_port_of_loopback_only(driver, exporter):
     with socket.socket() as probe:
         try:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.launch import probe_env
 from gputop.probe import channel
 from gputop.probe.loader import LoaderTrack, window_stats
+from gputop.run.launch import probe_env
 from tests.training.conftest import SCRIPTS
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

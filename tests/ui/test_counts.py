@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from gputop.launch import status_line
 from gputop.model import Snapshot, TrainingView
+from gputop.run.status import status_line
 from gputop.store import open_recording
 from gputop.ui.app import GputopApp
 from gputop.ui.replay.source import ReplaySource, recording_notices

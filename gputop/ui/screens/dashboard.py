@@ -157,6 +157,7 @@ class DashboardScreen(Screen[None]):
         self.watch(app, "paused", self._show_status)
         self.watch(app, "interval_s", self._show_status)
         self.watch(app, "advice_note", self._show_advice_note, init=False)
+        self.watch(app, "final", self._show_final, init=False)
         self.query_one(ProcessTable).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -173,7 +174,10 @@ class DashboardScreen(Screen[None]):
         if snap is None:
             return
         app = self.gputop
-        self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
+        if app.final is None:
+            self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
+        else:  # the job's end first; what its last snapshot said of it then is history
+            self.query_one(Banner).messages = (app.final.message, *app.notices, *screen_messages(snap, None))
         gpus = snap.gpus if app.focus_pid is None else focus_gpus(snap, app.focus_pid)
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
@@ -196,12 +200,18 @@ class DashboardScreen(Screen[None]):
         view = training_target(snap, app.focus_pid, selected.pid if selected else None, self.training_pid)
         self.training_pid = None if view is None else view.pid
         detailed = app.focus_pid is not None and self.size.height >= DETAILED_TRAINING_MIN_HEIGHT
-        shown = None if view is None else TrainingShown(view, snap.time, gpu_totals(snap), detailed)
+        final = app.final is not None
+        shown = None if view is None else TrainingShown(view, snap.time, gpu_totals(snap), detailed, final=final)
         self.query_one(TrainingPanel).show(shown, app.history.processes.get(view.pid) if view else None)
         # The PID is worth its room only when a finding is about another process than the panel's.
         others = any(a.pid != self.training_pid for a in app.advice)
         limit = 5 if self.size.height >= DETAILED_TRAINING_MIN_HEIGHT else 3
-        self.query_one(AdvicePanel).shown = AdviceShown(app.advice, show_pid=others, limit=limit, note=app.advice_note)
+        self.query_one(AdvicePanel).shown = AdviceShown(
+            app.advice, show_pid=others, limit=limit, note=app.advice_note, final=final
+        )
+
+    def _show_final(self) -> None:
+        self._show_snapshot(self.gputop.snapshot)
 
     def _show_advice_note(self) -> None:
         self._show_training()

@@ -186,6 +186,7 @@ class ProcessDetailScreen(Screen[None]):
         self.watch(app, "snapshot", self._refresh_detail)
         self.watch(app, "paused", self._refresh_detail)
         self.watch(app, "interval_s", self._refresh_detail)
+        self.watch(app, "final", self._refresh_detail, init=False)
 
     def _refresh_detail(self) -> None:
         app: GputopApp = self.app  # type: ignore[assignment]

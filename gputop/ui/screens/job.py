@@ -90,6 +90,7 @@ class JobScreen(Screen[None]):
         self.watch(app, "snapshot", self._show)
         self.watch(app, "paused", self._show_status)
         self.watch(app, "interval_s", self._show_status)
+        self.watch(app, "final", self._show_status, init=False)
         self.watch(app, "advice_note", self._show, init=False)
         self.query_one(DataTable).focus()
 

@@ -48,13 +48,15 @@ def spark_width(width: int, detailed: bool) -> int:
     return 0 if width < 70 else min(24, (width - 60) // 2 + 8)
 
 
-def title(view: TrainingView) -> str:
-    """``Training · PID 4242 python · rank 0 of 8 · probe ok``."""
+def title(view: TrainingView, final: bool = False) -> str:
+    """``Training · PID 4242 python · rank 0 of 8 · probe ok``, and ``· final`` once its job has ended."""
     parts = ["Training", f"PID {view.pid}" + (f" {view.name}" if view.name else "")]
     probe = view.probe
     if probe.rank is not None:
         parts.append(f"rank {probe.rank}" + (f" of {probe.world_size}" if probe.world_size is not None else ""))
     parts.append(f"probe {probe.status}")
+    if final:
+        parts.append("final")
     return " " + " · ".join(parts) + " "
 
 
