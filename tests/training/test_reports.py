@@ -12,7 +12,6 @@ import pytest
 
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
-from gputop.launch import probe_env
 from gputop.model import (
     PROBE_AWAITED,
     PROBE_FOREIGN,
@@ -22,6 +21,7 @@ from gputop.model import (
     PROBE_STALE,
     ProbeReport,
 )
+from gputop.run.launch import probe_env
 from tests.fakenvml.state import FakeGpu, FakeProcess, FakeState
 from tests.training.conftest import report_for
 
