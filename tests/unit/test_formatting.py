@@ -106,6 +106,16 @@ def test_a_short_command_names_its_program_by_the_base_name_and_keeps_every_argu
     assert short_command("./run.sh /data/x") == "run.sh /data/x"
 
 
+def test_a_short_command_names_a_python_script_by_its_base_name():
+    assert short_command("python3 /work/jobs/memjob.py cnn 128") == "python3 memjob.py cnn 128"
+    assert short_command("/opt/venv/bin/python3.11 -u -W ignore /srv/train.py --lr 3") == (
+        "python3.11 -u -W ignore train.py --lr 3"
+    )
+    assert short_command("python3 -m gputop.demo.job /data/x.py") == "python3 -m gputop.demo.job /data/x.py"
+    assert short_command("python3 -c print(1) /data/x.py") == "python3 -c print(1) /data/x.py"
+    assert short_command("/usr/bin/bash /srv/run.py") == "bash /srv/run.py"  # not an interpreter of .py files
+
+
 def test_a_short_command_leaves_a_bare_program_and_a_kernel_thread_as_they_are():
     assert short_command("python -m torch.distributed.run train.py") == "python -m torch.distributed.run train.py"
     assert short_command("[kworker/0:1-events]") == "[kworker/0:1-events]"
