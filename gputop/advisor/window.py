@@ -83,6 +83,8 @@ class JobSample:
     age_s: float | None = None
     local_ranks: int = 1
     loader: LoaderView | None = None
+    process: HostProcess | None = None
+    """The training process's own host side (its CPU, its user), where the snapshot has it."""
 
     @property
     def pid(self) -> int:
@@ -210,6 +212,7 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
         age_s=None if start is None else max(0.0, snap.time - start),
         local_ranks=max(1, local_ranks),
         loader=current_loader(view),
+        process=host,
     )
 
 
