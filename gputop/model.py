@@ -79,6 +79,27 @@ def frozen_reasons(reasons: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuUse:
+    """CPU used over the last process-table scan (100 = one core): of one process (``pid``, ``name``, its
+    ``user``), or of all of one user's processes together (``pid`` None)."""
+
+    cpu_percent: float
+    user: str | None = None
+    pid: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTakers:
+    """Who used the host's CPUs between the last two process-table scans (the slow tick, every 2 s): the
+    processes that used the most, most first, and the users whose processes did, each counted whole. Only
+    processes this user may see in ``/proc`` are counted (``hidepid`` hides the others')."""
+
+    processes: tuple[CpuUse, ...] = ()
+    users: tuple[CpuUse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class HostInfo:
     """The machine the monitor runs on."""
 
@@ -93,6 +114,9 @@ class HostInfo:
     memory_available_bytes: int
     swap_total_bytes: int
     swap_used_bytes: int
+    cpu_takers: CpuTakers | None = None
+    """Who used the CPUs; None before a second process-table scan, and in snapshots recorded before gputop
+    kept it."""
 
 
 @dataclass(frozen=True, slots=True)
