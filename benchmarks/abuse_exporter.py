@@ -5,8 +5,12 @@ measure is not the wait of client threads for the GIL) each send Prometheus's ow
 gzip) on a fresh connection, one after another, until `requests` scrapes are done. Latency is from connect to the
 end of the response.
 
-usage: python benchmarks/abuse_exporter.py [--concurrency 50] [--requests 2000]
-Target (docs/exporter.md): p99 under 100 ms with 50 concurrent scrapers.
+With ``--idle N``, it opens N idle connections instead (beyond the cap of 128, each closes an older one), scrapes
+once, stops the exporter and counts what it wrote on stderr after its first line.
+
+usage: python benchmarks/abuse_exporter.py [--concurrency 50] [--requests 2000] [--idle 1128]
+Targets (docs/exporter.md): p99 under 100 ms with 50 concurrent scrapers; a few lines of stderr for any number of
+idle connections.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -112,30 +117,38 @@ def start_exporter(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
     raise RuntimeError("gputop export served no snapshot")
 
 
+def fake_driver_env(tmp: str) -> dict[str, str]:
+    """The environment of an exporter over the fake driver with ``GPUS`` GPUs, its state file in ``tmp``."""
+    state_path = Path(tmp) / "state.txt"
+    write_state(state_path, training_box(GPUS, []))
+    # The fake re-parses a state file younger than 2 s at every call (mtime granularity), which would
+    # measure the fake's parser instead of gputop.
+    time.sleep(2.1)
+    return {
+        **os.environ,
+        "LD_LIBRARY_PATH": str(build("r550")),
+        "FAKE_NVML_STATE": str(state_path),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def exporter_p99_ms(concurrency: int = 50, requests: int = 2000) -> dict[str, float | int]:
     """Run `requests` scrapes from `concurrency` clients at once against a real exporter; their latency in ms."""
     with tempfile.TemporaryDirectory() as tmp:
-        state_path = Path(tmp) / "state.txt"
-        write_state(state_path, training_box(GPUS, []))
-        # The fake re-parses a state file younger than 2 s at every call (mtime granularity), which would
-        # measure the fake's parser instead of gputop.
-        time.sleep(2.1)
-        env = {
-            **os.environ,
-            "LD_LIBRARY_PATH": str(build("r550")),
-            "FAKE_NVML_STATE": str(state_path),
-            "PYTHONUNBUFFERED": "1",
-        }
-        proc, port = start_exporter(env)
+        proc, port = start_exporter(fake_driver_env(tmp))
         try:
             latencies, failed, elapsed = asyncio.run(scrape_concurrently(port, concurrency, requests))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
     return {
         "concurrency": concurrency,
         "requests": len(latencies),
@@ -147,12 +160,40 @@ def exporter_p99_ms(concurrency: int = 50, requests: int = 2000) -> dict[str, fl
     }
 
 
+def idle_connections_log(idle: int = 1128) -> dict[str, float | int]:
+    """Open ``idle`` connections that send nothing, scrape once, stop: the lines the exporter wrote on stderr, read
+    as they come (as journald reads a service's)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, port = start_exporter(fake_driver_env(tmp))
+        assert proc.stderr is not None
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+        reader.start()
+        conns = []
+        try:
+            started = time.perf_counter()
+            conns = [socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S) for _ in range(idle)]
+            with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S) as conn:
+                conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                while conn.recv(65536):
+                    pass
+            elapsed = time.perf_counter() - started
+        finally:
+            for conn in conns:
+                conn.close()
+            proc.terminate()
+            proc.wait(10)
+            reader.join(10)
+    return {"idle": idle, "stderr_lines": len(lines), "seconds": round(elapsed, 2)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--idle", type=int, help="open this many idle connections and count the log's lines")
     args = parser.parse_args()
-    print(exporter_p99_ms(args.concurrency, args.requests))
+    print(exporter_p99_ms(args.concurrency, args.requests) if args.idle is None else idle_connections_log(args.idle))
     return 0
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputop.breakdown import DeviceMemory, device_memory
+from gputop.jobs import Job, find_jobs
 from gputop.model import (
     GPM_PROFILE_FIELDS,
     Container,
@@ -174,6 +175,19 @@ def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
         "processes": [process_record(p) for p in snap.processes],
         "notices": list(snap.notices),
         "training": [training_to_dict(v) for v in snap.training],
+        "jobs": [job_record(job) for job in find_jobs(snap)],
+    }
+
+
+def job_record(job: Job) -> dict[str, Any]:
+    """One training job: its id and kind, how many ranks its launcher started, the agents' PIDs and its ranks in
+    order, each a PID to look up in ``training`` and ``processes``."""
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "world_size": job.world_size,
+        "agent_pids": list(job.agent_pids),
+        "ranks": [{"pid": r.pid, "rank": r.rank, "local_rank": r.local_rank} for r in job.ranks],
     }
 
 

@@ -10,6 +10,7 @@ same directory, then renamed over the target, so a reader sees the old file or t
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 
@@ -53,3 +54,17 @@ def replace_file(path: str | os.PathLike[str], data: bytes, mode: int = PRIVATE)
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def check_replaceable(path: str | os.PathLike[str]) -> None:
+    """Raise the OSError that ``replace_file(path, ...)`` would meet for what is known now, so that a command says
+    so before its work rather than after it: ``path`` a directory, its directory missing, or no new file allowed
+    there (tried for real, with a temporary file made and removed: permission bits say nothing to root, nor of a
+    read-only file system)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    directory = os.path.dirname(path) or "."
+    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    os.unlink(temp)

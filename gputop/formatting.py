@@ -6,6 +6,7 @@ format through these, so a value reads the same everywhere. A value that could n
 
 from __future__ import annotations
 
+import re
 import time
 
 NA = "N/A"
@@ -40,6 +41,49 @@ def fmt_count(n: int | None) -> str:
             break
     digits = 0 if abs(value) >= 99.5 else 1 if abs(value) >= 9.995 else 2
     return f"{value:.{digits}f}{unit}"
+
+
+def counted(n: int | None, noun: str, many: str | None = None) -> str:
+    """``1 worker``, ``2 workers``, ``13,408 batches`` (``many``: the plural where it is not ``noun`` + s);
+    ``N/A threads`` for a count that could not be read."""
+    if n is None:
+        return f"{NA} {many or noun + 's'}"
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
+
+
+def short_command(command: str) -> str:
+    """A command line as a narrow column shows it: the program by its base name, then the arguments, so a venv's
+    ``/home/alice/project/.venv/bin/python train.py`` reads ``python train.py`` and the script stays in sight; a
+    Python interpreter's script goes by its base name too (``python3 /srv/jobs/train.py`` reads
+    ``python3 train.py``). The whole line stays where there is room for it (the detail screen, ``--json``).
+
+    A command line is its arguments joined by spaces, so a program whose path holds a space is cut at the first.
+    """
+    if command.startswith("["):
+        return command
+    program, space, arguments = command.partition(" ")
+    name = program.rpartition("/")[2] or program
+    if _PYTHON.fullmatch(name):
+        arguments = _short_script(arguments)
+    return name + space + arguments
+
+
+_PYTHON = re.compile(r"(python|pypy)[0-9.]*")
+_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def _short_script(arguments: str) -> str:
+    """The interpreter's arguments with its script's path cut to the base name: options before the script are
+    kept (``-u``, ``-W ignore``); ``-m`` and ``-c`` name no script file."""
+    words = arguments.split(" ")
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] in ("-m", "-c") or words[i].startswith(("-m", "-c")):
+            return arguments
+        i += 2 if words[i] in _OPTIONS_WITH_VALUE else 1
+    if i < len(words) and words[i].endswith(".py") and "/" in words[i]:
+        words[i] = words[i].rpartition("/")[2] or words[i]
+    return " ".join(words)
 
 
 def fmt_percent(value: float | None) -> str:

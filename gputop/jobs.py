@@ -11,6 +11,9 @@ A job is, in this order of precedence:
 - **single**: any other training process.
 
 Only processes with training evidence (``TrainingView.evidence``) make jobs: a plain holder of GPU memory is none.
+A job is one user's: ranks are grouped only with ranks of the same user, since any user can start a process whose
+environment names another user's run (``RANK=1`` and root's run id). Across hosts, a host's ranks join a job only
+where they agree with it: the same world size, and no rank number another host already holds.
 Pure: computed from a snapshot whenever needed, never stored, so replays and remote snapshots have jobs too.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from gputop.model import ROLE_TORCHRUN_AGENT, HostProcess, Snapshot, TrainingView
@@ -46,13 +49,15 @@ class JobRank:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """A training job: ``id`` is stable for its life (and the same on every host for a torchrun job)."""
+    """A training job: ``id`` is stable for its life (and the same on every host for a torchrun job). ``user`` is
+    whom every rank runs as (None where it could not be read)."""
 
     id: str
     kind: JobKind
     ranks: tuple[JobRank, ...]
     world_size: int | None = None
     agent_pids: tuple[int, ...] = ()
+    user: str | None = None
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -82,39 +87,58 @@ def find_jobs(snap: Snapshot, host: str | None = None) -> tuple[Job, ...]:
     for view in views:
         launch = view.launch
         above = parent_view.get(view.pid)
+        user = _user(hosts, view.pid)
+        # Every key ends with the user: a job is one user's processes, whatever variables they carry.
         if launch is not None and launch.distributed and (launch.run_id or launch.master_addr):
-            key: tuple[object, ...] = (JOB_TORCHRUN, launch.run_id, launch.master_addr, launch.master_port)
+            key: tuple[object, ...] = (JOB_TORCHRUN, launch.run_id, launch.master_addr, launch.master_port, user)
         elif above is not None:
-            key = (JOB_TORCHRUN if above.role == ROLE_TORCHRUN_AGENT else JOB_PROCESSES, "below", host, above.pid)
+            below = JOB_TORCHRUN if above.role == ROLE_TORCHRUN_AGENT else JOB_PROCESSES
+            key = (below, "below", host, above.pid, user)
         else:
-            key = ("parent", host, parents.get(view.pid))
+            key = ("parent", host, parents.get(view.pid), user)
         groups.setdefault(key, []).append(view)
     jobs = []
     for key, members in groups.items():
+        user = key[-1] if isinstance(key[-1], str) else None
         if key[0] == "parent" and (len(members) == 1 or key[2] is None):
-            jobs += [_single(v, host) for v in members]
+            jobs += [_single(v, host, user) for v in members]
             continue
         kind: JobKind = JOB_TORCHRUN if key[0] == JOB_TORCHRUN else JOB_PROCESSES
         ranks = tuple(sorted((_rank(v, host) for v in members), key=_rank_order))
         sizes = [v.launch.world_size for v in members if v.launch is not None and v.launch.world_size]
         agent_pids = tuple(sorted({parent_view[v.pid].pid for v in members if v.pid in parent_view}))
-        jobs.append(Job(short_id(*key), kind, ranks, max(sizes) if sizes else None, agent_pids))
+        jobs.append(Job(short_id(*key), kind, ranks, max(sizes) if sizes else None, agent_pids, user))
     return tuple(sorted(jobs, key=lambda j: (j.kind != JOB_TORCHRUN, -len(j.ranks), j.pids)))
 
 
 def merge_jobs(per_host: Sequence[tuple[str, Sequence[Job]]]) -> tuple[Job, ...]:
-    """Jobs of several hosts, with the ranks of a job that runs on several of them (the same id) in one."""
+    """Jobs of several hosts, with the ranks of a job that runs on several of them (the same id, so the same run and
+    user) in one. A host whose ranks contradict the job gathered so far (another world size, a rank number that
+    another host holds) is not added to it: its ranks stay a job of their own, with an id of its own, so that a
+    host cannot put ranks into another's job by naming its run."""
     merged: dict[str, Job] = {}
-    for _, jobs in per_host:
+    for name, jobs in per_host:
         for job in jobs:
             known = merged.get(job.id)
+            if known is not None and not _agrees(known, job):
+                job = replace(job, id=short_id(job.id, name))
+                known = merged.get(job.id)
             if known is None:
                 merged[job.id] = job
                 continue
             ranks = tuple(sorted(known.ranks + job.ranks, key=_rank_order))
-            world = max(filter(None, (known.world_size, job.world_size)), default=None)
-            merged[job.id] = Job(job.id, known.kind, ranks, world, known.agent_pids + job.agent_pids)
+            world = known.world_size or job.world_size
+            merged[job.id] = Job(job.id, known.kind, ranks, world, known.agent_pids + job.agent_pids, known.user)
     return tuple(merged.values())
+
+
+def _agrees(known: Job, joining: Job) -> bool:
+    """Whether ``joining``, the same run seen from another host, can be more of ``known``: the same world size
+    where both say one, and none of the rank numbers ``known`` holds already."""
+    if known.world_size and joining.world_size and known.world_size != joining.world_size:
+        return False
+    held = {r.rank for r in known.ranks if r.rank is not None}
+    return not any(r.rank in held for r in joining.ranks)
 
 
 def _launches_ranks(parent: HostProcess | None) -> bool:
@@ -126,8 +150,13 @@ def _launches_ranks(parent: HostProcess | None) -> bool:
     return name.startswith(("python", "pt_"))
 
 
-def _single(view: TrainingView, host: str | None) -> Job:
-    return Job(short_id(JOB_SINGLE, host, view.pid), JOB_SINGLE, (_rank(view, host),))
+def _single(view: TrainingView, host: str | None, user: str | None) -> Job:
+    return Job(short_id(JOB_SINGLE, host, view.pid), JOB_SINGLE, (_rank(view, host),), user=user)
+
+
+def _user(hosts: dict[int, HostProcess], pid: int) -> str | None:
+    known = hosts.get(pid)
+    return None if known is None else known.user
 
 
 def _rank(view: TrainingView, host: str | None) -> JobRank:

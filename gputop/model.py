@@ -31,6 +31,9 @@ NOT_REPORTED = "not reported by the driver"
 NOT_IN_MIG_MODE = "not available in MIG mode"
 """NVML answers no utilization (GPU, memory controller, per process) on a GPU partitioned with MIG, nor on its
 instances: SM and tensor activity come from GPM per instance instead, on Hopper and newer."""
+MIG_MEMORY_ROOT_ONLY = "root only in MIG mode"
+"""What ``no permission`` on a MIG GPU's memory means: NVML gives the aggregate over the instances to a privileged
+caller only (NVML API reference, ``nvmlDeviceGetMemoryInfo``); each instance's own memory is read."""
 
 # The states and kinds below are Literal types, so a misspelt one is a type error; the strings are what the JSON
 # documents, recordings and remote snapshots hold.
@@ -78,6 +81,27 @@ def frozen_reasons(reasons: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuUse:
+    """CPU used over the last process-table scan (100 = one core): of one process (``pid``, ``name``, its
+    ``user``), or of all of one user's processes together (``pid`` None)."""
+
+    cpu_percent: float
+    user: str | None = None
+    pid: int | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTakers:
+    """Who used the host's CPUs between the last two process-table scans (the slow tick, every 2 s): the
+    processes that used the most, most first, and the users whose processes did, each counted whole. Only
+    processes this user may see in ``/proc`` are counted (``hidepid`` hides the others')."""
+
+    processes: tuple[CpuUse, ...] = ()
+    users: tuple[CpuUse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class HostInfo:
     """The machine the monitor runs on."""
 
@@ -92,6 +116,9 @@ class HostInfo:
     memory_available_bytes: int
     swap_total_bytes: int
     swap_used_bytes: int
+    cpu_takers: CpuTakers | None = None
+    """Who used the CPUs; None before a second process-table scan, and in snapshots recorded before gputop
+    kept it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +257,14 @@ class Gpu:
         if not self.memory_total_bytes or self.memory_used_bytes is None:
             return None
         return self.memory_used_bytes / self.memory_total_bytes
+
+    def memory_reason(self, full: bool = False) -> str:
+        """Why ``memory_used_bytes`` is None; in ``full`` with what it means where that is known
+        (``no permission: root only in MIG mode``)."""
+        reason = self.unavailable.get("memory_used_bytes") or "no reason given"
+        if full and reason == NO_PERMISSION and self.mig_mode == MIG_ENABLED:
+            return f"{reason}: {MIG_MEMORY_ROOT_ONLY}"
+        return reason
 
     def mig_instance(self, gpu_instance_id: int | None, compute_instance_id: int | None) -> MigInstance | None:
         """The instance with these ids, if the GPU has it."""
@@ -412,6 +447,13 @@ PROBE_NONE: Final = "none"
 PROBE_STALE: Final = "stale"
 PROBE_MALFORMED: Final = "malformed"
 PROBE_FOREIGN: Final = "foreign owner"
+PROBE_AWAITED: Final = (
+    "awaiting the probe's first report (gputop run started this process; the probe writes once a DataLoader "
+    "runs or an optimizer steps)"
+)
+"""Why a process that ``gputop run`` started, with the probe on, has no report yet: the probe writes its first
+once the job makes its first DataLoader iterator or steps an optimizer, seconds after the start (imports, the
+dataset, the model)."""
 
 
 @dataclass(frozen=True, slots=True)

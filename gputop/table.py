@@ -1,8 +1,11 @@
-"""The nvidia-smi-like text table of ``gputop --once``: a header, the GPUs, then the processes."""
+"""The nvidia-smi-like text table of ``gputop --once``: a header, the GPUs, the processes, then the training jobs
+with a row per rank (the dashboard's job view, whose pure text builders in ``gputop.ui.text.job`` it shares)."""
 
 from __future__ import annotations
 
-from gputop.formatting import NA, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent
+import sys
+
+from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
 from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
 from gputop.sanitize import printable
 
@@ -23,6 +26,8 @@ def _gpu_row(g: Gpu) -> list[str]:
     if g.state != GPU_OK:
         return [str(g.index), g.name or NA, g.state.upper(), g.reason or "", "", "", "", "", "", ""]
     memory = f"{fmt_bytes(g.memory_used_bytes)} / {fmt_bytes(g.memory_total_bytes)}"
+    if g.memory_used_bytes is None:
+        memory = f"{NA} ({g.memory_reason(full=True)})"
     power = f"{fmt_number(g.power_w, 'W')} / {fmt_number(g.power_limit_w, 'W')}"
     clocks = f"{fmt_number(g.clock_sm_mhz)} / {fmt_number(g.clock_mem_mhz)}"
     throttles = [r for r in (g.throttle_reasons or ()) if r != "gpu_idle"]
@@ -54,15 +59,30 @@ def _mig_rows(g: Gpu, processes: tuple[GpuProcess, ...]) -> list[list[str]]:
                 f"└ MIG {m.index}  {m.profile or NA}  GI {_id(m.gpu_instance_id)} CI {_id(m.compute_instance_id)}",
                 "",
                 fmt_percent(m.sm_activity_percent),
-                f"{fmt_bytes(m.memory_used_bytes)} / {fmt_bytes(m.memory_total_bytes)}",
+                _instance_memory(m),
                 "",
                 "",
                 "",
                 "",
-                f"tensor {fmt_percent(m.tensor_activity_percent)}  {count} process{'' if count == 1 else 'es'}",
+                f"{_instance_activity(m)}  {counted(count, 'process', 'processes')}",
             ]
         )
     return rows
+
+
+def _instance_memory(m: MigInstance) -> str:
+    if m.memory_used_bytes is None:
+        return f"{NA} ({m.unavailable.get('memory_used_bytes') or 'no reason given'})"
+    return f"{fmt_bytes(m.memory_used_bytes)} / {fmt_bytes(m.memory_total_bytes)}"
+
+
+def _instance_activity(m: MigInstance) -> str:
+    """``tensor 48%``, or where SM and tensor activity could not be read for one reason, ``SM, tensor: why``."""
+    if m.sm_activity_percent is None and m.tensor_activity_percent is None:
+        reasons = {m.unavailable.get(name) for name in ("sm_activity_percent", "tensor_activity_percent")}
+        if len(reasons) == 1 and (reason := reasons.pop()):
+            return f"SM, tensor: {reason}"
+    return f"tensor {fmt_percent(m.tensor_activity_percent)}"
 
 
 def _id(value: int | None) -> str:
@@ -81,7 +101,8 @@ def _instance(snap: Snapshot, p: GpuProcess) -> str:
 def render_text(snap: Snapshot, width: int | None = None) -> str:
     """The snapshot as a plain table for terminals and logs: header, GPUs, then processes.
 
-    ``width`` cuts process rows (long command lines) to the terminal; None keeps them whole, for files and pipes.
+    ``width`` cuts process rows (long command lines) to the terminal, each program by its base name first; None
+    keeps them whole, for files and pipes.
     """
     driver = snap.driver
     lines = [f"{snap.host.hostname}  {fmt_clock(snap.time, with_date=True)}"]
@@ -108,6 +129,8 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
             elapsed = None if host.start_time is None else snap.time - host.start_time
             why = host.unavailable.get("command")
             command = host.command or (f"({why})" if why else NA)
+            if width is not None and host.command:  # cut to the terminal: the script before the program's path
+                command = short_command(host.command)
             rows.append(
                 [
                     str(p.gpu_index),
@@ -127,5 +150,30 @@ def render_text(snap: Snapshot, width: int | None = None) -> str:
         lines += [line[:width] for line in aligned(rows, right=right)]
     elif snap.gpus:
         lines.append("No GPU processes.")
+    lines += _job_lines(snap, width)
     # Outside text was made visible where it was read; this is the last line of defence before a terminal.
     return "\n".join(map(printable, lines)).rstrip() + "\n"
+
+
+def _job_lines(snap: Snapshot, width: int | None) -> list[str]:
+    """Each training job: its title, a row per rank as the dashboard's job view has them (no straggler: that takes
+    the advisor's window of snapshots), and how to get the numbers that ranks without a probe report lack."""
+    from gputop.jobs import find_jobs
+
+    jobs = find_jobs(snap)
+    if not jobs:
+        return []
+    # The job view's text, imported only where there is a job: a plain --once pays nothing for it.
+    import textwrap
+
+    from gputop.ui.text.job import cell_text, job_columns, job_title, probe_hint, rank_rows
+
+    lines = []
+    for job in jobs:
+        ranks = rank_rows(job, snap)
+        columns = job_columns(job, ranks, width or sys.maxsize)
+        rows = [[c.title for c in columns], *([cell_text(r, c.key) for c in columns] for r in ranks)]
+        lines += ["", job_title(job, ranks).strip(), *aligned(rows, {i for i, c in enumerate(columns) if c.right})]
+        hint = probe_hint(job)
+        lines += textwrap.wrap(hint, width) if width else [hint] if hint else []
+    return lines

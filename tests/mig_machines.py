@@ -63,6 +63,7 @@ def a100_mig(index: int = 0, **overrides: object) -> FakeGpu:
         "memory_used": 10 * GIB,
         "multiprocessor_count": 108,
         "gpm_supported": False,
+        "architecture": 7,
     }
     values.update(overrides)
     gpu = h100(index, mig_mode=True, util_gpu=0, util_memory=0, **values)

@@ -14,6 +14,7 @@ job is given once for the job, listing the ranks.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 from collections import deque
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule, Rule
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, Lineage, sample_of
+from gputop.advisor.window import MAX_HISTORY_SAMPLES, AdvisorConfig, JobSample, JobWindow, Lineage, sample_of
 from gputop.jobs import Job, find_jobs
 from gputop.model import Advice, Snapshot, TrainingView, job_views
 
@@ -45,24 +46,29 @@ class _RuleState:
     found: tuple[object, ...] | None = None
     """What ``advice`` was made of (the finding, and for a job the ranks it names): the same again keeps it."""
     _recount: int = 0
-    _ordered: bool = True
-    """False once an evaluation came with an earlier time than the one before: then every share is summed anew."""
+    _inversions: int = 0
+    """Evaluations kept that came with an earlier time than the one before: while there are any, every share is
+    summed anew, and ``held_s`` once they are gone."""
 
     def record(self, time: float, held: bool, hold_s: float) -> float | None:
-        """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window."""
+        """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window.
+        At most ``MAX_HISTORY_SAMPLES`` are kept, the oldest dropped first."""
         evaluations = self.evaluations
         if evaluations:
             if time < evaluations[-1][0]:
-                self._ordered = False
+                self._inversions += 1
             elif held:
                 self.held_s += time - evaluations[-1][0]
         evaluations.append((time, held))
         start = time - hold_s
-        while len(evaluations) > 1 and evaluations[1][0] <= start:
+        while len(evaluations) > 1 and (evaluations[1][0] <= start or len(evaluations) > MAX_HISTORY_SAMPLES):
             first, (second, holds) = evaluations.popleft()[0], evaluations[0]
+            if second < first:
+                self._inversions -= 1
             if holds:
                 self.held_s -= second - first
-        if not self._ordered:
+        if self._inversions:
+            self._recount = 0  # the running total is summed anew once the evaluations are in order again
             if evaluations[0][0] > start:
                 return None
             return _share_of(evaluations, start, hold_s) if hold_s > 0 else float(held)
@@ -113,6 +119,31 @@ def _share_of(evaluations: deque[tuple[float, bool]], start: float, hold_s: floa
     return held_s / hold_s
 
 
+class _JudgedTimes:
+    """The times of the last ``MAX_HISTORY_SAMPLES`` snapshots judged, in order of time and of arrival: whether a
+    new one lies within the gap of any of them is one bisection, even where times go back and forth (a clock
+    stepped back, a recording written out of order), which a comparison with the last one alone would not
+    thin."""
+
+    __slots__ = ("arrived", "ordered")
+
+    def __init__(self) -> None:
+        self.ordered: list[float] = []
+        self.arrived: deque[float] = deque()
+
+    def take(self, time: float, gap_s: float) -> bool:
+        """Whether ``time`` is at least ``gap_s`` from every time judged; if it is, it is judged now."""
+        ordered = self.ordered
+        at = bisect.bisect_left(ordered, time)
+        if (at < len(ordered) and ordered[at] - time < gap_s) or (at and time - ordered[at - 1] < gap_s):
+            return False
+        ordered.insert(at, time)
+        self.arrived.append(time)
+        if len(self.arrived) > MAX_HISTORY_SAMPLES:
+            del ordered[bisect.bisect_left(ordered, self.arrived.popleft())]
+        return True
+
+
 class History:
     """One watched process: its samples over ``history_s``, oldest first, the lineage of the windows made of them,
     and the state of each of its rules, by rule id."""
@@ -127,12 +158,13 @@ class History:
         """Samples kept that came with an earlier time than the one before them."""
 
     def add(self, sample: JobSample, oldest: float) -> None:
-        """Add a snapshot's sample and forget those older than ``oldest``."""
+        """Add a snapshot's sample and forget those older than ``oldest``, and the oldest beyond
+        ``MAX_HISTORY_SAMPLES`` (times that go back and forth keep samples of any age)."""
         samples = self.samples
         if samples and sample.time < samples[-1].time:
             self.inversions += 1
         samples.append(sample)
-        while samples[0].time < oldest:
+        while samples[0].time < oldest or len(samples) > MAX_HISTORY_SAMPLES:
             gone = samples.popleft()
             if samples[0].time < gone.time:
                 self.inversions -= 1
@@ -191,11 +223,18 @@ class Advisor:
         """The jobs of several ranks seen, by id: the last members of each, to merge their findings by."""
         self._gpus: dict[int, tuple[int, ...]] = {}
         """The GPUs each process was last seen on, to give a GPU's finding once."""
+        self._judged = _JudgedTimes()
 
     def update(self, snap: Snapshot) -> tuple[Advice, ...]:
-        """Take one snapshot into account; returns the findings active after it, most urgent first."""
+        """Take one snapshot into account; returns the findings active after it, most urgent first.
+
+        A snapshot closer than ``min_gap_s`` to one judged before is left out (the findings stand as they were):
+        rows closer together than any sampler takes them would otherwise make every tick read a history of
+        every one of them."""
         config = self.config
         now = snap.time
+        if not self._judged.take(now, config.min_gap_s):
+            return self.active
         oldest = now - config.history_s
         rules = [(rule, rule.hold_s(config)) for rule in self.rules]
         watched = self._views(snap)

@@ -7,14 +7,15 @@ most urgent first, those still active before those that cleared.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gputop.advisor.process_use import ProcessUse, UseTally, process_use_dict, render_not_training
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
-from gputop.formatting import fmt_clock, fmt_span
-from gputop.model import Advice
+from gputop.formatting import counted, fmt_clock, fmt_span
+from gputop.model import Advice, Snapshot
 
 if TYPE_CHECKING:
     from gputop.store.recording import RecordingInfo
@@ -49,10 +50,11 @@ def advice_document(pid: int, raised: Sequence[tuple[Advice, bool]], **extra: An
     return {"schema": SCHEMA, "pid": pid, "advice": [advice_to_dict(a, active) for a, active in raised], **extra}
 
 
-def render_advice(raised: Sequence[tuple[Advice, bool]]) -> str:
-    """The findings as text for a terminal or a log: a headline each, then the measurements, the change."""
+def render_advice(raised: Sequence[tuple[Advice, bool]], rules: str | None = None) -> str:
+    """The findings as text for a terminal or a log: a headline each, then the measurements, the change.
+    ``rules`` names the rules that judged, where not all of them did (a process without training evidence)."""
     if not raised:
-        return "No findings: nothing held long enough to report.\n"
+        return f"No findings{f' from {rules}' if rules else ''}: nothing held long enough to report.\n"
     lines = []
     for advice, active in raised:
         lines.extend(_headline(advice, active))
@@ -94,6 +96,8 @@ class RecordingReport:
     damage: str | None
     skipped: int
     """Rows that hold no snapshot this gputop can read (the wrong types, too big, not a snapshot): left out."""
+    use: ProcessUse | None = None
+    """What the recording shows of the job judged (None: every training process was judged)."""
 
     @property
     def first(self) -> float | None:
@@ -114,8 +118,19 @@ def report_recording(path: str, pid: int | None, config: AdvisorConfig) -> Recor
         first = next(snapshots, None)
         if pid is None and first is not None:
             pid = first.focus_pid
-        timeline = advise(itertools.chain([first] if first is not None else [], snapshots), pid, config)
-        return RecordingReport(recording.info, pid, timeline, recording.damage, recording.skipped)
+        fed: Iterator[Snapshot] = itertools.chain([first] if first is not None else [], snapshots)
+        tally = None if pid is None else UseTally(pid)
+        if tally is not None:
+            fed = _tallied(fed, tally)
+        timeline = advise(fed, pid, config)
+        use = None if tally is None else tally.result()
+        return RecordingReport(recording.info, pid, timeline, recording.damage, recording.skipped, use)
+
+
+def _tallied(snapshots: Iterable[Snapshot], tally: UseTally) -> Iterator[Snapshot]:
+    for snap in snapshots:
+        tally.add(snap)
+        yield snap
 
 
 def _span_dict(span: Span) -> dict[str, Any]:
@@ -148,6 +163,7 @@ def recording_document(report: RecordingReport) -> dict[str, Any]:
             "skipped": report.skipped,
         },
         "pid": report.pid,
+        "process": None if report.use is None else process_use_dict(report.use),
         "advice": advice,
         "advisor_failed": report.timeline.failed,
     }
@@ -162,8 +178,8 @@ def render_recording_report(report: RecordingReport) -> str:
         lines.append(f"{info.path}: no snapshots{host}")
     else:
         lines.append(
-            f"{info.path}: {len(report.timeline)} snapshots{host}, {fmt_clock(first, True)} to {fmt_clock(last)} "
-            f"({fmt_span(last - first)})"
+            f"{info.path}: {counted(len(report.timeline), 'snapshot')}{host}, {fmt_clock(first, True)} to "
+            f"{fmt_clock(last)} ({fmt_span(last - first)})"
         )
     who = f"PID {report.pid} and the training processes below it" if report.pid else "every training process"
     lines.append(f"Advisor over {who}")
@@ -174,8 +190,11 @@ def render_recording_report(report: RecordingReport) -> str:
     if report.timeline.failed:
         lines.append(f"Note: {report.timeline.failed}; findings up to there")
     lines.append("")
+    not_training = report.use is not None and report.use.snapshots > 0 and not report.use.trains
+    if not_training and report.use is not None:
+        lines.append(render_not_training(report.use).rstrip("\n"))
     if not report.timeline.findings:
-        lines.append("No findings: nothing held long enough to report.")
+        lines.append(render_advice((), "the GPU rules" if not_training else None).rstrip("\n"))
         return "\n".join(lines) + "\n"
     span_of = last - first if first is not None and last is not None and last > first else None
     for finding in report.timeline.findings:

@@ -47,6 +47,11 @@ WORKER_MEMORY_SHARE = 0.5
 """New workers may take at most half the host memory that is still available (gputop)."""
 HOST_CPU_SATURATED_PERCENT = 90.0
 """The host's CPUs are this busy: workers beyond the cores only take turns (gputop)."""
+OTHERS_CPU_CORES = 0.5
+"""Other processes holding half a core or more of a saturated host are worth naming beside a job's CPU-bound
+workers: less is the noise of daemons and of gputop itself (gputop)."""
+CPU_HOLDER_CORES = 0.1
+"""A process or user named as holding cores holds a tenth of one at least (gputop)."""
 WORKER_IDLE_SHARE = 0.10
 """Workers runnable in fewer than 10 % of their readings are mostly idle (gputop)."""
 WORKER_MEMORY_LARGE_BYTES = 1 * GIB

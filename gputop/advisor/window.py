@@ -26,6 +26,13 @@ FORGET_TICKS = 100
 """A window's column or derived window not used for this many ticks is forgotten (``Lineage.next_tick``)."""
 CURRENT_BATCHES = 3
 CURRENT_S = 1.0
+MAX_HISTORY_SAMPLES = 2048
+"""The most samples the advisor keeps of one process (gputop). Its rules read every sample of a window at every
+tick, so a history of n samples costs n at each of its ticks: snapshots closer together than the history's
+span divided by this are thinned (``AdvisorConfig.min_gap_s``), and a history whose times go back and forth
+keeps its newest samples up to this count. The default window's 90 s of history reach it at one snapshot
+every 44 ms, below the sampler's shortest interval (0.1 s): only a window over 45 s at 0.1 s (over 7 minutes
+at 1 s), or a recording with rows closer than any sampler writes them, is thinned."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,12 @@ class AdvisorConfig:
         """How much history the advisor keeps per process: enough for the longest rule."""
         return max(self.window_s, self.gpu_idle_s) * 1.5
 
+    @property
+    def min_gap_s(self) -> float:
+        """The shortest time between two snapshots the advisor judges: one closer to the last one judged is left
+        out, and the findings stand as they were, so a history holds at most ``MAX_HISTORY_SAMPLES``."""
+        return self.history_s / MAX_HISTORY_SAMPLES
+
 
 @dataclass(frozen=True, slots=True)
 class JobSample:
@@ -70,6 +83,8 @@ class JobSample:
     age_s: float | None = None
     local_ranks: int = 1
     loader: LoaderView | None = None
+    process: HostProcess | None = None
+    """The training process's own host side (its CPU, its user), where the snapshot has it."""
 
     @property
     def pid(self) -> int:
@@ -197,6 +212,7 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
         age_s=None if start is None else max(0.0, snap.time - start),
         local_ranks=max(1, local_ranks),
         loader=current_loader(view),
+        process=host,
     )
 
 

@@ -1,6 +1,6 @@
 """``gputop demo``: the bundled training job (``gputop.demo``) run under the probe and watched, for a first look.
 
-It goes through ``gputop run``'s ``gputop.cli.job.run_job`` with an advisor window short enough for a first
+It goes through ``gputop run``'s ``gputop.run.run_job`` with an advisor window short enough for a first
 finding within seconds, and stops the job when the dashboard closes.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import gputop.demo as bundled
 from gputop.cli import args as checks
 from gputop.cli.args import WINDOW_HELP
-from gputop.cli.console import error, say
+from gputop.cli.console import error, say, tell
 
 
 def add_parser(commands: Any) -> None:
@@ -57,15 +57,11 @@ def main(args: argparse.Namespace) -> int:
             f"demo: the bundled training job, status every 5 s, findings when it ends "
             f"(after {args.demo_seconds:g} s, or Ctrl-C)"
         )
-    from gputop.cli import job
+    from gputop.run import Console, DashboardOptions, RunOptions, run_job
 
-    code = job.run_job(
-        command,
-        headless=args.headless,
-        report_json=None,
-        interval_s=None,
-        advisor_config=config,
-        dashboard_options={"notice": bundled.NOTICE},
-        stop_on_close=True,
+    dashboard = DashboardOptions(notice=bundled.NOTICE, on_close="stop")
+    code = run_job(
+        RunOptions(tuple(command), headless=args.headless, advisor=config, dashboard=dashboard),
+        Console(say, tell, error),
     )
     return 0 if code in bundled.STOPPED_BY_SIGNAL else code

@@ -8,16 +8,25 @@ reads the options, the GPU's memory (``--gpu``) and prints (docs/memory.md).
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import importlib.util
 import json
+import os
 import sys
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gputop.cli.args import UsageError, byte_size, number
-from gputop.cli.console import error
+from gputop.cli.console import error, say, tell
 from gputop.estimate_defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS
 from gputop.formatting import fmt_bytes
+from gputop.sanitize import printable
+
+ERASE_TO_END = "\x1b[K"
+"""The terminal's erase-to-end-of-line control: what rewrites the progress line leaves nothing of the longer one
+before it."""
 
 NEEDS_TORCH = 'gputop estimate needs PyTorch: pip install "gputop-ml[torch]" (in a checkout: pip install ".[torch]")'
 
@@ -34,7 +43,12 @@ def add_parser(commands: Any) -> None:
         "activations, temporaries), the peak, what the CUDA caching allocator reserves and what NVML will show "
         "(docs/memory.md).",
     )
-    estimate.add_argument("model", metavar="MODEL", help="the model factory, package.module:function")
+    estimate.add_argument(
+        "model",
+        metavar="MODEL",
+        help="the model factory, package.module:function, from PYTHONPATH, the installed packages or the current "
+        "directory (only when no one else can write to it)",
+    )
     estimate.add_argument(
         "--input",
         type=_inputs,
@@ -163,23 +177,31 @@ def main(args: argparse.Namespace) -> int:
             from gputop.estimate import EstimateError, estimate
         except ImportError as exc:
             return error(f"gputop estimate cannot import torch: {exc}")
+        from gputop.estimate.progress import progress_line
+
         try:
-            report = estimate(
-                args.model,
-                args.estimate_batches,
-                inputs=args.estimate_inputs,
-                optimizer=args.optimizer,
-                optimizer_args=args.optimizer_args,
-                precision=args.precision,
-                checkpointing=args.checkpointing,
-                inference=args.inference,
-                memory_bytes=memory,
-                margin=args.margin / 100,
-                context_bytes=args.context_bytes,
-                layers=args.layers,
-            )
+            with progress_on_terminal(not args.estimate_json) as show, users_output_to_stderr():
+                show(f"importing torch and building {args.model}…")
+                report = estimate(
+                    args.model,
+                    args.estimate_batches,
+                    inputs=args.estimate_inputs,
+                    optimizer=args.optimizer,
+                    optimizer_args=args.optimizer_args,
+                    precision=args.precision,
+                    checkpointing=args.checkpointing,
+                    inference=args.inference,
+                    memory_bytes=memory,
+                    margin=args.margin / 100,
+                    context_bytes=args.context_bytes,
+                    layers=args.layers,
+                    progress=lambda progress: show(progress_line(progress)),
+                )
         except EstimateError as exc:
             return error(str(exc))
+        except KeyboardInterrupt:  # Ctrl-C, or raised by the model's code: either way, no estimate
+            say("interrupted (KeyboardInterrupt): no estimate")
+            return 130
     from gputop.estimate.render import render_text, report_to_dict
 
     if args.estimate_json:
@@ -188,3 +210,80 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(render_text(report))
     sys.stdout.flush()
     return 0
+
+
+@contextlib.contextmanager
+def progress_on_terminal(wanted: bool) -> Iterator[Callable[[str], None]]:
+    """A function that shows a line of progress on stderr, rewritten in place and erased when the block ends,
+    before the result or an error is printed. It shows nothing unless ``wanted`` and stderr is a terminal: a
+    log, a pipe or ``--json``'s reader gets no progress."""
+    if not (wanted and sys.stderr.isatty()):
+        yield lambda text: None
+        return
+
+    def show(text: str) -> None:
+        # cut to the width: a line that wrapped could not be rewritten from its start
+        tell("\r" + printable(text)[: _columns() - 1] + ERASE_TO_END)
+
+    try:
+        yield show
+    finally:
+        tell("\r" + ERASE_TO_END)  # the terminal's own echo of ^C included
+
+
+def _columns() -> int:
+    """The terminal's width; 80 where it says none (0, as a new pseudo-terminal does)."""
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return columns or 80
+
+
+@contextlib.contextmanager
+def users_output_to_stderr() -> Iterator[None]:
+    """What the model's code prints goes to stderr, so that stdout holds the estimate alone (``--json`` one JSON
+    document): ``print`` (``sys.stdout`` is stderr in the block) and writes to file descriptor 1 by C code
+    (pointed at stderr in the block) while it runs, and, through an exit handler that runs before the ones the
+    model's code registered, whatever it prints as the process ends."""
+    stdout, stderr = sys.stdout, sys.stderr
+    _flush(stdout)
+    saved = _point_stdout_at_stderr()
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        _flush(sys.stdout)
+        sys.stdout, sys.stderr = stdout, stderr  # as the command found them, whatever the model's code set
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+        atexit.unregister(_stdout_to_stderr_at_exit)
+        atexit.register(_stdout_to_stderr_at_exit)
+
+
+def _point_stdout_at_stderr() -> int | None:
+    """File descriptor 1 pointed at stderr; a copy of what it was (None: there was no stdout or no stderr)."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        os.close(saved)
+        return None
+    return saved
+
+
+def _stdout_to_stderr_at_exit() -> None:
+    _flush(sys.stdout)  # the estimate, or what a caller in this process printed after it
+    _flush(sys.stderr)
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
+def _flush(stream: Any) -> None:
+    with contextlib.suppress(Exception):
+        stream.flush()

@@ -8,17 +8,18 @@ from typing import Any
 
 from gputop.cli import args as checks
 from gputop.cli.console import error, say
+from gputop.export import DEFAULT_LISTEN
 
 
 def add_parser(commands: Any) -> None:
     export = commands.add_parser(
         "export",
         help="serve the snapshot as Prometheus metrics, or write it for node_exporter (docs/exporter.md)",
-        description="Serve GPU and host metrics in the Prometheus text format on --listen (default "
-        "127.0.0.1:9400, this machine only), and/or write them to DIR/gputop.prom for node_exporter's textfile "
+        description=f"Serve GPU and host metrics in the Prometheus text format on --listen (default "
+        f"{DEFAULT_LISTEN}, this machine only), and/or write them to DIR/gputop.prom for node_exporter's textfile "
         "collector, refreshed every interval.",
     )
-    export.add_argument("--listen", metavar="HOST:PORT", help="address to serve on (default 127.0.0.1:9400)")
+    export.add_argument("--listen", metavar="HOST:PORT", help=f"address to serve on (default {DEFAULT_LISTEN})")
     export.add_argument("--textfile", metavar="DIR", help="write DIR/gputop.prom atomically every interval")
     checks.add_interval(export, "export_interval", "seconds between refreshes (default 1.0)")
     export.add_argument(
@@ -31,16 +32,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool) -> int:
-    """Serve on ``listen`` (default 127.0.0.1:9400 when no textfile is asked for) and/or write the textfile.
+    """Serve on ``listen`` (``DEFAULT_LISTEN`` when no textfile is asked for) and/or write the textfile.
 
-    Returns the exit status: 2 for a bad ``--listen`` or ``--textfile``, 1 when the address cannot be bound,
-    the file cannot be written or the sampling thread died, 0 after SIGTERM, 130 after SIGINT. Every error is one
-    line on stderr.
+    Returns the exit status: 2 for a bad ``--listen`` or a ``--textfile`` directory gputop cannot write to, 1 when
+    the address cannot be bound, the file can no longer be written or the sampling thread died, 0 after SIGTERM,
+    130 after SIGINT. Every error is one line on stderr.
     """
     import asyncio
 
     from gputop.export import exporter
-    from gputop.export.server import DEFAULT_LISTEN, parse_listen
+    from gputop.export.server import parse_listen
 
     if listen is None and textfile_dir is None:
         listen = DEFAULT_LISTEN
@@ -50,6 +51,14 @@ def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_
         return error(str(exc), 2)
     if textfile_dir is not None and not os.path.isdir(textfile_dir):
         return error(f"--textfile {textfile_dir!r} is not a directory", 2)
+    if textfile_dir is not None:
+        from gputop.export.textfile import textfile_path
+        from gputop.files import check_replaceable
+
+        try:  # now, not at the first refresh, after the service has been announced as up
+            check_replaceable(textfile_path(textfile_dir))
+        except OSError as exc:
+            return error(f"cannot write --textfile {textfile_dir!r}: {exc.strerror or exc}", 2)
     try:
         return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say))
     except exporter.ExportError as exc:

@@ -55,6 +55,7 @@ def record(
     commits its batch every ``flush_every_s`` (default ``DEFAULT_FLUSH_EVERY_S``).
     """
     from gputop.collect.sampler import every
+    from gputop.formatting import counted
     from gputop.store.recording import DEFAULT_FLUSH_EVERY_S, Recorder, RecordingError
 
     try:
@@ -81,7 +82,7 @@ def record(
             recorder.close()
         except RecordingError as exc:
             error(str(exc), 1)
-        say(f"recorded {recorder.written} snapshots to {os.fspath(path)}")
+        say(f"recorded {counted(recorder.written, 'snapshot')} to {os.fspath(path)}")
 
 
 def _wait(recorder: Recorder, timeout_s: float) -> bool:

@@ -17,6 +17,7 @@ from gputop.cli.console import error
 
 if TYPE_CHECKING:
     from gputop.advisor import Advisor, AdvisorConfig
+    from gputop.advisor.process_use import ProcessUse
 
 
 def add_parser(commands: Any) -> None:
@@ -97,17 +98,28 @@ def report_live(args: argparse.Namespace, seconds: float) -> int:
     """``gputop report --pid``: watch the live job for ``seconds``, then print the advisor's findings."""
     import json
 
+    from gputop.advisor.process_use import process_use_dict, render_not_training
     from gputop.advisor.report import advice_document, render_advice
+    from gputop.formatting import counted
 
     seen = watch(args.report_pid, seconds, checks.advisor_config(args.report_window))
     raised = seen.advisor.raised()
     if args.report_as_json:
-        document = advice_document(args.report_pid, raised, watched_s=round(seen.watched_s, 1), ended=seen.ended)
+        document = advice_document(
+            args.report_pid,
+            raised,
+            watched_s=round(seen.watched_s, 1),
+            ended=seen.ended,
+            process=process_use_dict(seen.use),
+        )
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         ended = f"; it ended after {seen.watched_s:.0f} s" if seen.ended else ""
-        sys.stdout.write(f"PID {args.report_pid}: watched {seen.watched_s:.0f} s, {seen.snapshots} snapshots{ended}\n")
-        sys.stdout.write(render_advice(raised))
+        snapshots = counted(seen.snapshots, "snapshot")
+        sys.stdout.write(f"PID {args.report_pid}: watched {seen.watched_s:.0f} s, {snapshots}{ended}\n")
+        if not seen.use.trains:
+            sys.stdout.write(render_not_training(seen.use))
+        sys.stdout.write(render_advice(raised, None if seen.use.trains else "the GPU rules"))
     sys.stdout.flush()
     return 0
 
@@ -117,23 +129,27 @@ class Watch:
 
     A plain class, not a dataclass: building one costs every start of gputop a millisecond."""
 
-    __slots__ = ("advisor", "ended", "snapshots", "watched_s")
+    __slots__ = ("advisor", "ended", "snapshots", "use", "watched_s")
 
-    def __init__(self, advisor: Advisor, snapshots: int, watched_s: float, ended: bool) -> None:
+    def __init__(self, advisor: Advisor, snapshots: int, watched_s: float, ended: bool, use: ProcessUse) -> None:
         self.advisor = advisor
         self.snapshots = snapshots
         self.watched_s = watched_s
         self.ended = ended
+        self.use = use
+        """What the watch saw of the process: its training evidence, its GPU and host use."""
 
 
 def watch(pid: int, seconds: float, config: AdvisorConfig, interval_s: float | None = None) -> Watch:
     """Snapshot ``pid`` and its training processes for ``seconds`` (or until it ends) and advise on them, every
     ``interval_s`` (default ``REPORT_EVERY_S``) or more often where the advisor's window needs it."""
     from gputop.advisor import Advisor
+    from gputop.advisor.process_use import UseTally
     from gputop.advisor.report import REPORT_EVERY_S, sample_every_s
     from gputop.collect.sampler import every
 
     advisor = Advisor(pid, config)
+    tally = UseTally(pid)
     every_s = sample_every_s(config, REPORT_EVERY_S if interval_s is None else interval_s)
     started = time.monotonic()
     snapshots = 0
@@ -141,9 +157,10 @@ def watch(pid: int, seconds: float, config: AdvisorConfig, interval_s: float | N
     with contextlib.closing(every(every_s, focus_pid=pid, duration_s=seconds)) as snaps:
         for snap in snaps:
             advisor.update(snap)
+            tally.add(snap)
             snapshots += 1
             host = snap.host_process(pid)
             if snap.training_view(pid) is None or host is None or host.status == "zombie":
                 ended = True
                 break
-    return Watch(advisor, snapshots, time.monotonic() - started, ended)
+    return Watch(advisor, snapshots, time.monotonic() - started, ended, tally.result())

@@ -1,23 +1,16 @@
 """``gputop run``: start a training command with the probe active, watch it, and return its exit code.
 
-Its options are here; running the job is ``gputop.cli.job.run_job``, shared with ``gputop demo`` and imported
-only then.
+Its options are here; running the job is ``gputop.run``'s, shared with ``gputop demo`` and imported only then.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputop.cli import args as checks
 from gputop.cli.args import WINDOW_HELP
-from gputop.cli.console import error
-
-if TYPE_CHECKING:
-    pass
-
-HEADLESS_STATUS_EVERY_S = 5.0
-SAMPLE_EVERY_S = 1.0
+from gputop.cli.console import error, say, tell
 
 
 def add_parser(commands: Any) -> None:
@@ -25,7 +18,8 @@ def add_parser(commands: Any) -> None:
         "run",
         help="run a training command with the probe active and watch it: gputop run [--headless] -- CMD ARGS...",
         description="Start CMD with gputop's probe active in every Python process it starts, show the dashboard "
-        "focused on it, forward signals to it, and exit with its exit status.",
+        "focused on it, forward signals to it, and exit with its exit status. When CMD ends the dashboard says so "
+        "at once and keeps its last view until q (--exit-with-job: closes by itself).",
     )
     run.add_argument("--headless", action="store_true", help="no dashboard: print a one-line status now and then")
     run.add_argument(
@@ -42,6 +36,12 @@ def add_parser(commands: Any) -> None:
     run.add_argument(
         "--detach", action="store_true", help="leave CMD running if gputop is killed (by default it ends with gputop)"
     )
+    run.add_argument(
+        "--exit-with-job",
+        action="store_true",
+        help="dashboard: close it when CMD ends and print the findings, as headless does (by default the dashboard "
+        "says the job ended and keeps its last view and findings, marked final, until q)",
+    )
     checks.add_interval(
         run,
         "run_interval",
@@ -55,14 +55,16 @@ def main(args: argparse.Namespace) -> int:
     command = args.run_command[1:] if args.run_command[:1] == ["--"] else args.run_command
     if not command:
         return error("no command to run: gputop run [--headless] -- CMD ARGS...", 2)
-    from gputop.cli.job import run_job
+    from gputop.run import Console, DashboardOptions, RunOptions, run_job
 
-    return run_job(
-        command,
+    options = RunOptions(
+        tuple(command),
         headless=args.headless,
-        report_json=args.report_json,
         interval_s=args.run_interval,
-        advisor_config=checks.advisor_config(args.run_window),
+        advisor=checks.advisor_config(args.run_window),
+        report_json=args.report_json,
         record=args.record,
         detach=args.detach,
+        dashboard=DashboardOptions(exit_with_job=args.exit_with_job),
     )
+    return run_job(options, Console(say, tell, error))

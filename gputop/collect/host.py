@@ -16,6 +16,7 @@ from typing import Any
 import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
+from gputop.collect.cpu_takers import Busy, cpu_takers
 from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes
 from gputop.model import (
     ACCESS_DENIED,
@@ -24,6 +25,7 @@ from gputop.model import (
     PROCESS_EXITED,
     ZOMBIE,
     Container,
+    CpuTakers,
     HostInfo,
     HostProcess,
     frozen_reasons,
@@ -152,6 +154,10 @@ class HostCollector:
             psutil.cpu_percent(None)
             psutil.cpu_percent(None, percpu=True)
         self._cpu_primed = False
+        self._scanned: dict[int, tuple[int, int]] = {}
+        """Each process's start and CPU time at the last process-table scan (``related``), by PID."""
+        self._scanned_at: float | None = None
+        self._cpu_takers: CpuTakers | None = None
 
     def _cpu_percents(self) -> tuple[float, tuple[float, ...]]:
         """The machine's busy share and each core's since the last call, from one read of /proc/stat (psutil
@@ -182,6 +188,7 @@ class HostCollector:
             memory_available_bytes=memory_available,
             swap_total_bytes=swap_total,
             swap_used_bytes=swap_used,
+            cpu_takers=self._cpu_takers,
         )
 
     def prime(self, pids: Iterable[int]) -> None:
@@ -190,25 +197,40 @@ class HostCollector:
             self._describe(pid)
 
     def related(self, roots: Iterable[int]) -> set[int]:
-        """The roots with their ancestors (below init) and all their descendants, from one process-table scan.
+        """The roots with their ancestors (below init) and all their descendants, from one process-table scan;
+        from the same scan, who used the CPUs since the last one (``HostInfo.cpu_takers``).
 
         DataLoader workers sit below the training process as children (fork, spawn) or as grandchildren
         under a fork server, so descendants are followed all the way down.
         """
         parent: dict[int, int] = {}
+        times: dict[int, tuple[int, int]] = {}
+        before = self._scanned
+        busy: list[Busy] = []
+        now = time.monotonic()
         for entry in os.scandir("/proc"):
             name = entry.name
             if name.isdigit():
-                # Only the parent is needed: read from the bytes, without decoding the line or parsing the rest
+                # The parent, the CPU time and the start time, read from the bytes without decoding the line
                 # (one stat file per process of the machine, every slow tick).
                 try:
                     raw = read_proc_bytes(f"/proc/{name}/stat")
                 except OSError:  # exited during the scan
                     continue
                 try:
-                    parent[int(name)] = int(raw[raw.rindex(b")") + 2 :].split(None, 2)[1])
+                    fields = raw[raw.rindex(b")") + 2 :].split(None, 20)
+                    pid = int(name)
+                    parent[pid] = int(fields[1])
+                    cpu, start = int(fields[11]) + int(fields[12]), int(fields[19])
                 except (ValueError, IndexError):  # not a stat line: the process is left out, not the scan
                     continue
+                times[pid] = (start, cpu)
+                last = before.get(pid)
+                if last is not None and last[0] == start and cpu > last[1]:
+                    busy.append((cpu - last[1], pid, raw))
+        if self._scanned_at is not None and now > self._scanned_at:
+            self._cpu_takers = cpu_takers(busy, now - self._scanned_at)
+        self._scanned, self._scanned_at = times, now
         children: dict[int, list[int]] = {}
         for pid, ppid in parent.items():
             children.setdefault(ppid, []).append(pid)
@@ -234,12 +256,20 @@ class HostCollector:
             del self._procs[gone]
         return {pid: self._describe(pid) for pid in wanted}
 
+    @staticmethod
+    def elsewhere(pid: int) -> HostProcess:
+        """The host side of an NVML PID seen from a PID namespace of its own: a host PID, which names another
+        process here or none, so nothing of this namespace's process of that number is read for it
+        (docs/security.md)."""
+        return HostProcess(pid, visible=False, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE)))
+
     def _describe(self, pid: int) -> HostProcess:
         tracked = self._procs.get(pid)
         try:
             raw = read_proc_bytes(f"/proc/{pid}/stat")
         except (FileNotFoundError, ProcessLookupError):
-            return self._missing(pid, seen=self._procs.pop(pid, None) is not None)
+            self._procs.pop(pid, None)
+            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
         except OSError:
             return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, ACCESS_DENIED)))
         now = time.monotonic()
@@ -300,12 +330,6 @@ class HostCollector:
             **tracked.static,
         )
         return tracked.last
-
-    def _missing(self, pid: int, seen: bool) -> HostProcess:
-        if seen or not self.nested_pid_namespace:
-            # In the host's namespace every NVML PID is ours to see: a missing one has just exited.
-            return HostProcess(pid, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, PROCESS_EXITED)))
-        return HostProcess(pid, visible=False, unavailable=frozen_reasons(dict.fromkeys(_HOST_FIELDS, NOT_VISIBLE)))
 
 
 @dataclass

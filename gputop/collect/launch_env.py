@@ -1,9 +1,11 @@
-"""A launcher's variables in a process's environment: which rank of which job it is.
+"""A launcher's variables in a process's environment: which rank of which job it is; and whether ``gputop run``
+started it, with the probe on.
 
 Read from ``/proc/PID/environ`` (the kernel lets a user read only their own processes' environments) or from the
-probe's report, which copies the same variables from inside the process. Only the variables named in ``KEYS`` are
-kept: an environment holds tokens and passwords, and nothing else of it is read into gputop, logged or shown.
-Each value is checked for its kind (a count, a port, a run id, a host name); a value that fails is left out.
+probe's report, which copies the same variables from inside the process. Only the variables named in ``KEYS`` and
+``gputop run``'s two (``PROBE_KEYS``) are kept: an environment holds tokens and passwords, and nothing else of it
+is read into gputop, logged or shown. Each value is checked for its kind (a count, a port, a run id, a host name);
+a value that fails is left out.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from gputop.model import Launch
+from gputop.probe import channel
 
 KEYS = {
     "RANK": "rank",
@@ -25,12 +29,27 @@ KEYS = {
     "MASTER_PORT": "master_port",
 }
 """The variables torchrun (torch.distributed.elastic) sets for each rank, and the ``Launch`` fields they fill."""
+PROBE_KEYS = (channel.RUN_ID_ENV, channel.DIR_ENV)
+"""What ``gputop run`` sets in its command's environment beside the probe's ``PYTHONPATH``: its run and the
+directory the probe reports to."""
 MAX_ENVIRON_BYTES = 1 << 20
 """Environments beyond this are read no further (Linux allows a few MiB; a rank's is a few KiB)."""
 MAX_RANKS = 1 << 20
 _RUN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _HOST = re.compile(r"[A-Za-z0-9_.:%\[\]-]{1,253}")
-_WANTED = tuple(name.encode() + b"=" for name in KEYS)
+_WANTED = tuple(name.encode() + b"=" for name in (*KEYS, *PROBE_KEYS))
+MAX_DIR_CHARS = 4096
+"""``PATH_MAX``: a longer report directory is no directory a probe could write to."""
+
+
+class StartEnvironment(NamedTuple):
+    """What gputop takes from a process's environment as it was at exec."""
+
+    launch: Launch | None
+    """The launcher's variables; None when there are none."""
+    probe_dir: str | None
+    """The directory the probe reports to, where ``gputop run`` started the process (it sets ``$GPUTOP_RUN_ID``
+    and ``$GPUTOP_PROBE_DIR``); None for a process it did not start."""
 
 
 def launch_from(values: Mapping[str, object]) -> Launch | None:
@@ -63,20 +82,27 @@ def _matching(value: object, pattern: re.Pattern[str]) -> str | None:
     return value if isinstance(value, str) and pattern.fullmatch(value) else None
 
 
-def read_launch(pid: int) -> Launch | None:
-    """The launcher's variables of a process, from its environment as it was at exec; None when there are none
-    or the environment cannot be read (another user's process, a process that has exited)."""
+def read_environment(pid: int) -> StartEnvironment:
+    """The launcher's variables of a process and the probe directory ``gputop run`` gave it, from its environment
+    as it was at exec; neither when the environment cannot be read (another user's process, one that has exited)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             data = f.read(MAX_ENVIRON_BYTES)
     except OSError:
-        return None
+        return StartEnvironment(None, None)
     values = {}
     for entry in data.split(b"\0"):
         if entry.startswith(_WANTED):
             name, _, value = entry.partition(b"=")
             values[name.decode()] = value.decode(errors="replace")
-    return launch_from(values)
+    return StartEnvironment(launch_from(values), _probe_dir(values))
+
+
+def _probe_dir(values: Mapping[str, str]) -> str | None:
+    directory = values.get(channel.DIR_ENV)
+    if not values.get(channel.RUN_ID_ENV) or not directory or len(directory) > MAX_DIR_CHARS:
+        return None
+    return directory
 
 
 def merged(outside: Launch | None, reported: Launch | None) -> Launch | None:

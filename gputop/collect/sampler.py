@@ -108,17 +108,20 @@ class SnapshotMaker:
             self._last_slow = now
         gpus, gpu_processes = self.nvml.read(slow)
         gpu_pids = {p.pid for p in gpu_processes}
-        roots = gpu_pids if self.focus_pid is None else gpu_pids | {self.focus_pid}
+        local = self._local_gpu_pids(gpu_pids)
         if slow:
-            self._related = self.host.related(roots)
-        hosts = self.host.processes(self._related | gpu_pids | self.training.new_pids())
+            self._related = self.host.related(self._roots(local))
+        hosts = self.host.processes(self._related | local | self.training.new_pids())
+        # NVML's PIDs that are no process of this namespace stand for themselves, even where a local process has
+        # the same number: every join by PID below (tree, training views, jobs, signals) then leaves them alone.
+        hosts.update((pid, self.host.elsewhere(pid)) for pid in gpu_pids - local)
         processes = self._join(gpu_processes, hosts)
         notices = list(self.nvml.notices)
         hidden = namespace_notice(processes)
         if hidden:
             notices.append(hidden)
         stamp = time.time()
-        focus_first = ([self.focus_pid] if self.focus_pid is not None else []) + sorted(gpu_pids)
+        focus_first = ([self.focus_pid] if self.focus_pid is not None else []) + sorted(local)
         training = self.training.read(focus_first, hosts, gpus, processes, slow, stamp, self.focus_pid)
         return Snapshot(
             time=stamp,
@@ -131,6 +134,15 @@ class SnapshotMaker:
             notices=tuple(notices),
             training=training,
         )
+
+    def _local_gpu_pids(self, gpu_pids: set[int]) -> set[int]:
+        """The NVML PIDs that name processes of this PID namespace: all of them on the host, none in a namespace of
+        its own (a container without ``--pid=host``), where NVML's host PIDs name other processes here or none."""
+        return set() if self.host.nested_pid_namespace else gpu_pids
+
+    def _roots(self, local_gpu_pids: set[int]) -> set[int]:
+        """Whose ancestors and descendants are watched: the local GPU processes and the focus."""
+        return local_gpu_pids if self.focus_pid is None else local_gpu_pids | {self.focus_pid}
 
     def _join(self, rows: list[GpuProcess], hosts: dict[int, HostProcess]) -> list[GpuProcess]:
         """Each NVML row with its host side. NVML's rows are reused between slow ticks and a sleeping process keeps
@@ -158,9 +170,8 @@ class SnapshotMaker:
         self.start()
         started = time.monotonic()
         _, first = self.nvml.read(slow=True)
-        roots = {p.pid for p in first} | ({self.focus_pid} if self.focus_pid is not None else set())
         host, training = self.host, self.training
-        related = host.related(roots)
+        related = host.related(self._roots(self._local_gpu_pids({p.pid for p in first})))
         host.prime(related)
         training.prime(related)
         host.host_info()

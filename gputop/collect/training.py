@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputop.collect.job_tree import AGENT_NAME, MAIN_THREAD_NAME, JobTree, start_method_of
-from gputop.collect.launch_env import merged, read_launch
+from gputop.collect.launch_env import merged, read_environment
 from gputop.collect.probe_reader import STALE_AFTER_S, read_report
 from gputop.collect.procinfo import main_thread_stat, threads_named, usable_cpu_count, uss_bytes, wait_channel
 from gputop.collect.procstat import CLOCK_TICKS
@@ -30,6 +30,7 @@ from gputop.model import (
     PIN_OFF,
     PIN_ON,
     PIN_UNKNOWN,
+    PROBE_AWAITED,
     PROBE_OK,
     PROCESS_EXITED,
     ROLE_TORCHRUN_AGENT,
@@ -50,6 +51,7 @@ from gputop.model import (
     frozen_reasons,
 )
 from gputop.probe import channel
+from gputop.sanitize import printable
 
 PIN_THREAD_NAME = "pt_data_pin"
 TORCH_THREAD_PREFIX = "pt_"
@@ -59,6 +61,8 @@ BUSY_TICKS = 10
 """Ticks over which the main thread's busy share is averaged."""
 WAITING_BELOW = 0.25
 RUNNING_ABOVE = 0.75
+SHOWN_DIR_CHARS = 80
+"""The end of a long report directory is what tells it apart: a reason shows that much of it."""
 USS_REFRESH_S = 5.0
 """USS walks the worker's page tables (``smaps_rollup``): read it on first sight and then this seldom."""
 
@@ -115,7 +119,9 @@ class _Job:
     pin_checked_workers: frozenset[int] | None = None
     usable_cpu_count: int | None = None
     launch: Launch | None = None
-    launch_read: bool = False
+    probe_dir: str | None = None
+    """Where the probe of the ``gputop run`` that started the process reports (None: not started by one)."""
+    environment_read: bool = False
     torch_threads: bool = False
     threads_checked: int | None = -1
     """The thread count at which the threads' names were last read (-1: never)."""
@@ -270,6 +276,9 @@ class TrainingCollector:
             return job.view
         worker_pids = tick.tree.workers_of(pid)
         main_thread = self._main_thread(pid, job)  # first: it reads the start time the report is checked against
+        if not job.environment_read:  # the environment a process was started with does not change
+            job.launch, job.probe_dir = read_environment(pid)
+            job.environment_read = True
         probe = self._probe(pid, job, tick)
         ids = {p: i for loader in probe.loaders for i, p in enumerate(loader.worker_pids)}
         workers = tuple(self._worker(tick.tree.alive[w], ids.get(w), tick.now) for w in worker_pids)
@@ -280,8 +289,6 @@ class TrainingCollector:
             job.pin_tids = threads_named(pid, PIN_THREAD_NAME) if worker_pids else ()
             job.pin_checked_workers = frozenset(worker_pids)
         cpu = [w.host.cpu_percent for w in workers if w.host.cpu_percent is not None]
-        if not job.launch_read:  # the environment a process was started with does not change
-            job.launch, job.launch_read = read_launch(pid), True
         launch = merged(job.launch, probe.launch)
         if not job.torch_threads and host.name != AGENT_NAME and job.threads_checked != host.num_threads:
             # Read the threads' names again only when their number changed: torch names a thread as it starts it.
@@ -326,11 +333,26 @@ class TrainingCollector:
         if tick.unsafe:
             return ProbeReport(reason=tick.unsafe)
         if pid not in tick.reporting:
-            return ProbeReport()
+            return self._no_report(job)
         probe = read_report(self.probe_dir, pid, job.start_ticks, tick.now, self.stale_after_s)
         if probe.status == PROBE_OK and probe.cuda:
             probe = dataclasses.replace(probe, cuda=_join_nvml(pid, probe, tick.gpus, tick.processes))
         return probe
+
+    def _no_report(self, job: _Job) -> ProbeReport:
+        """No report from this process: for one that ``gputop run`` started, the probe's first is on its way, to
+        this gputop's directory or to another one."""
+        if job.probe_dir is None:
+            return ProbeReport()
+        if os.path.normpath(job.probe_dir) == os.path.normpath(self.probe_dir):
+            return ProbeReport(reason=PROBE_AWAITED)
+        directory = printable(job.probe_dir)
+        if len(directory) > SHOWN_DIR_CHARS:
+            directory = "…" + directory[-SHOWN_DIR_CHARS:]
+        return ProbeReport(
+            reason=f"gputop run started it with the probe reporting to {directory}, not here: "
+            f"GPUTOP_PROBE_DIR={directory} gputop reads them"
+        )
 
     def _worker(self, host: HostProcess, worker_id: int | None, now: float) -> Worker:
         """The worker of this host process: its host values stay in ``host``, the worker's own beside it."""

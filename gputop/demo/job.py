@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stopped in epoch {epoch}", flush=True)
         return 0
-    print(f"time limit reached ({args.seconds:g} s) after {epoch} epochs", flush=True)
+    print(f"time limit reached ({args.seconds:g} s) after {epoch} epoch{'' if epoch == 1 else 's'}", flush=True)
     return 0
 
 

@@ -16,19 +16,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.collect.host import in_nested_pid_namespace
+from gputop.collect.nvml import mig
 from gputop.collect.nvml.errors import GpuLost
-from gputop.collect.nvml.processes import running
+from gputop.collect.nvml.listing import list_processes
 from gputop.collect.nvml.slot import GpuSlot, Variants
 from gputop.doctor import nvml
-from gputop.doctor.result import BLOCKED, LIMITED, OK, SKIPPED, Check, Fact, Report, Verdict
+from gputop.doctor.installation import Installed, installation_check, read_installed
+from gputop.doctor.result import BLOCKED, INFO, LIMITED, OK, SKIPPED, Check, Fact, Report, Verdict
 from gputop.model import (
     ACCESS_DENIED,
     COMPUTE,
     GPU_OK,
+    GRAPHICS,
     INVALID,
     MEASURING,
     NO_PERMISSION,
     NOT_IN_DRIVER,
+    NOT_IN_MIG_MODE,
+    NOT_REPORTED,
     NOT_VISIBLE,
     PROCESS_EXITED,
     UNSUPPORTED,
@@ -43,8 +48,14 @@ SLOW_START_MS = 1000.0
 GPM_BRANCH = 520
 """The first driver branch with GPM (``nvmlGpm*``)."""
 
-HARMLESS = frozenset({UNSUPPORTED, MEASURING, PROCESS_EXITED, ZOMBIE, "no recent sample"})
-"""Reasons that need nothing done: the hardware has no such value, or the value comes with the next reading."""
+PASSING = frozenset({MEASURING, PROCESS_EXITED, ZOMBIE, "no recent sample"})
+"""Reasons that need nothing done and say nothing of the machine: the value comes with the next reading."""
+FIXED = frozenset({UNSUPPORTED, NOT_IN_MIG_MODE, NOT_REPORTED})
+"""Reasons no one can change: the hardware has no such value, NVML gives none on a GPU partitioned with MIG, or
+the driver marks it not available (WDDM, vGPU). Information, not a limit."""
+HARMLESS = PASSING | FIXED
+GENERIC_FIX = "see the reason above; nvidia-smi -q shows the same value, and a newer driver may answer it"
+"""The fix for a reason doctor has no words of its own for: every limit gets a fix line."""
 
 REASON_ADVICE = {
     NO_PERMISSION: "run gputop as root (sudo gputop) to read the values NVML refuses this user",
@@ -270,22 +281,31 @@ def persistence_check(session: nvml.Session) -> Check:
 
 
 def processes_check(session: nvml.Session) -> Check:
+    """Whether this user may list each GPU's processes, asked as the collector asks it (``list_processes``): on a
+    GPU in MIG mode, the GPU's own list is root's and each instance's list answers the others."""
     title = "GPU process lists"
     refused: list[int] = []
     missing: list[int] = []
     lost: list[int] = []
+    per_instance: list[int] = []
     errors: list[str] = []
     variants = Variants()
     per_gpu: dict[str, Fact] = {}
     for index, handle in session.usable():
         slot = GpuSlot(index=index, handle=handle)
         try:
-            found, reason = running(slot, variants, COMPUTE)
+            in_mig = mig.read_mode(slot, lambda name, value, reason: None)
+            found = list_processes(slot, variants, in_mig, sample_stale_s=0.0)
         except GpuLost:
             lost.append(index)
             per_gpu[str(index)] = nvml.LOST
             continue
-        per_gpu[str(index)] = reason if found is None else len(found)
+        finally:
+            mig.close(slot)
+        reason = slot.process_reason
+        per_gpu[str(index)] = reason if reason is not None else sum(p.kind != GRAPHICS for p in found)
+        if slot.processes_per_instance:
+            per_instance.append(index)
         if reason == NO_PERMISSION:
             refused.append(index)
         elif reason == NOT_IN_DRIVER:
@@ -299,8 +319,18 @@ def processes_check(session: nvml.Session) -> Check:
         1: "the legacy v1 call (this driver has no _v2 or _v3: no MIG instance ids)",
     }
     details = [f"process lists come from {call[variant]}"] if variant is not None else []
+    if per_instance:
+        details.append(
+            f"GPU {spans(per_instance)} in MIG mode: its instances' own lists answer (the GPU's own list holds "
+            "their processes for root only)"
+        )
     details += errors
-    facts: dict[str, Fact] = {"per_gpu": per_gpu, "call_version": variant, "euid": os.geteuid()}
+    facts: dict[str, Fact] = {
+        "per_gpu": per_gpu,
+        "per_instance": [*per_instance],
+        "call_version": variant,
+        "euid": os.geteuid(),
+    }
     advice = []
     if refused:
         advice.append(
@@ -309,6 +339,8 @@ def processes_check(session: nvml.Session) -> Check:
         )
     if missing:
         advice.append("upgrade the NVIDIA driver: this one has no process-list call that pynvml can use")
+    if errors:
+        advice.append(GENERIC_FIX)
     if refused or missing or errors:
         where = sorted(refused + missing)
         summary = (
@@ -449,7 +481,8 @@ def pid_namespace_check(nested: bool, hidden: int) -> Check:
         title,
         LIMITED,
         "in a PID namespace of its own (a container without --pid=host): NVML reports host PIDs, which name other "
-        f"processes or none here ({plural(hidden, 'GPU process', 'GPU processes')} not visible now)",
+        "processes or none here, so GPU processes are shown without user, command or CPU and are never signalled "
+        f"({plural(hidden, 'GPU process', 'GPU processes')} now)",
         advice=("run gputop on the host, or start the container with --pid=host",),
         facts=facts,
     )
@@ -514,30 +547,43 @@ def mig_check(states: Mapping[int, nvml.MigState]) -> Check:
 def gpm_check(
     support: Mapping[int, tuple[bool | None, str | None]], names: Mapping[int, str | None], branch: int | None
 ) -> Check:
+    """GPM per GPU. A GPU older than Hopper has none, and nothing changes that: information, not a limit; a driver
+    without it, or one that refuses it, is a limit with its fix."""
     title = "GPM (SM activity)"
     facts: dict[str, Fact] = {str(i): {"supported": s, "reason": r} for i, (s, r) in support.items()}
     yes = [i for i, (s, _) in support.items() if s]
-    no_hw = [i for i, (s, _) in support.items() if s is False]
+    no_hw = [i for i, (s, r) in support.items() if s is False or (s is None and r == UNSUPPORTED)]
     missing = [i for i, (s, r) in support.items() if s is None and r == NOT_IN_DRIVER]
     refused = [i for i, (s, r) in support.items() if s is None and r == NO_PERMISSION]
-    other = [f"GPU {i}: {r}" for i, (s, r) in support.items() if s is None and r not in (NOT_IN_DRIVER, NO_PERMISSION)]
+    other = {
+        i: r for i, (s, r) in support.items() if s is None and r not in (NOT_IN_DRIVER, NO_PERMISSION, UNSUPPORTED)
+    }
     if not (no_hw or missing or refused or other):
         return Check("gpm", title, OK, f"SM activity available on GPU {spans(yes)}", facts=facts)
-    details = list(other)
+    info: list[str] = []
+    if no_hw:
+        models = sorted({names.get(i) or "unknown" for i in no_hw})
+        info.append(f"GPU {spans(no_hw)} has no GPM ({', '.join(models)}: GPM needs Hopper or newer)")
+        info.append("without GPM the SM column reads N/A; Busy (utilization.gpu) is still shown")
+    if not (missing or refused or other):
+        return Check("gpm", title, INFO, info[0], facts=facts, info=tuple(info[1:]))
     advice = []
     parts = []
     if missing:
         branch_text = f"R{branch}" if branch is not None else "this driver"
         parts.append(f"{branch_text} has no GPM (needs R{GPM_BRANCH} or newer) on GPU {spans(missing)}")
-        advice.append(f"upgrade the NVIDIA driver to R{GPM_BRANCH} or newer (R535+ recommended) for SM activity")
-    if no_hw:
-        models = sorted({names.get(i) or "unknown" for i in no_hw})
-        parts.append(f"GPU {spans(no_hw)} has no GPM ({', '.join(models)}: GPM needs Hopper or newer)")
-        details.append("without GPM the SM column reads N/A; Busy (utilization.gpu) is still shown")
+        advice.append(
+            f"upgrade the NVIDIA driver to R{GPM_BRANCH} or newer (R535+ recommended) for SM activity, on a Hopper or "
+            "newer GPU: older ones have no GPM with any driver"
+        )
     if refused:
         parts.append(f"no permission to use GPM on GPU {spans(refused)}")
         advice.append("run gputop as root to read GPM")
-    return Check("gpm", title, LIMITED, "; ".join(parts) or "GPM not readable", tuple(details), tuple(advice), facts)
+    if other:
+        parts.append(f"GPM not readable on GPU {spans(other)}")
+        advice.append(GENERIC_FIX)
+    details = tuple(f"GPU {i}: {r}" for i, r in other.items())
+    return Check("gpm", title, LIMITED, "; ".join(parts), details, tuple(advice), facts, tuple(info))
 
 
 # -- the snapshot's unreadable values ------------------------------------------------------------------------
@@ -591,30 +637,44 @@ def unreadable(snap: Snapshot) -> list[Unreadable]:
 _OWNERS = ("driver", "gpu", "gpu_process", "host_process")
 
 
+def _grouped(found: Sequence[Unreadable]) -> tuple[str, ...]:
+    """One line per reason and place, naming its fields: a GPU in MIG mode lacks a dozen fields for one reason."""
+    groups: dict[tuple[str, str, tuple[int, ...]], list[str]] = {}
+    for u in found:
+        groups.setdefault((u.owner, u.reason, u.where), []).append(u.field)
+    return tuple(
+        Unreadable(owner, ", ".join(fields), reason, where).line() for (owner, reason, where), fields in groups.items()
+    )
+
+
 def fields_check(found: Sequence[Unreadable]) -> Check:
     title = "Unreadable values (N/A) in a snapshot"
     facts: dict[str, Fact] = {
         "unreadable": [{"owner": u.owner, "field": u.field, "reason": u.reason, "where": list(u.where)} for u in found]
     }
-    lines = tuple(u.line() for u in found)
     if not found:
         return Check("fields", title, OK, "every value was read", facts=facts)
     limits = [u for u in found if not u.harmless]
+    unchangeable = [u for u in found if u.reason in FIXED]
+    fixed = _grouped(unchangeable)
+    lines = tuple(u.line() for u in found if u.reason not in FIXED)
     if not limits:
+        if not fixed:
+            summary = f"{plural(len(found), 'field')} N/A, each one still measuring"
+            return Check("fields", title, OK, summary, lines, facts=facts)
         return Check(
             "fields",
             title,
-            OK,
-            f"{plural(len(found), 'field')} N/A, each one this hardware does not report or one still measuring",
+            INFO,
+            f"{plural(len(unchangeable), 'field')} N/A that this hardware, its mode or its driver does not report",
             lines,
             facts=facts,
+            info=fixed,
         )
-    advice = []
+    advice: list[str] = []
     for u in limits:
-        hint = REASON_ADVICE.get(u.reason) or (
-            "see the reason above; nvidia-smi -q shows the same value" if u.reason.startswith("error") else None
-        )
-        if hint and hint not in advice:
+        hint = REASON_ADVICE.get(u.reason, GENERIC_FIX)
+        if hint not in advice:
             advice.append(hint)
     return Check(
         "fields",
@@ -624,6 +684,7 @@ def fields_check(found: Sequence[Unreadable]) -> Check:
         lines,
         tuple(advice),
         facts,
+        fixed,
     )
 
 
@@ -848,6 +909,7 @@ def take_snapshot() -> Snapshot:
 def run(
     snapshot: Callable[[], Snapshot] = take_snapshot,
     torch: Callable[[], TorchView] = read_torch,
+    installed: Callable[[], Installed] = read_installed,
 ) -> Report:
     """Every check, in the order they are shown. Never raises."""
     checks: list[Check] = []
@@ -902,7 +964,7 @@ def run(
             with_nvml(
                 "gpm",
                 "GPM (SM activity)",
-                lambda: gpm_check({i: nvml.gpm(h) for i, h in session.usable()}, names, branch),
+                lambda: gpm_check({i: nvml.gpm(i, h) for i, h in session.usable()}, names, branch),
             )
         )
         checks.append(
@@ -913,6 +975,7 @@ def run(
         )
         cuda = _fact_text(driver.facts.get("cuda_driver_version"))
         checks.append(isolated("torch", "PyTorch", lambda: torch_check(torch(), session.count or 0, cuda)))
+        checks.append(isolated("installation", "Installation", lambda: installation_check(installed())))
     finally:
         session.close()
     return Report(tuple(checks))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gputop.collect.nvml import gpm as collect_gpm
 from gputop.collect.nvml.errors import (
     GONE,
     INIT_REASONS,
@@ -20,10 +21,12 @@ from gputop.collect.nvml.errors import (
     NVML_ERROR_NO_PERMISSION,
     NVML_ERROR_NOT_FOUND,
     NVML_ERROR_NOT_SUPPORTED,
+    GpuLost,
     lost_reason,
     nvml_code,
     text,
 )
+from gputop.collect.nvml.slot import GpuSlot
 from gputop.model import NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
 from gputop.sanitize import printable
 
@@ -186,9 +189,14 @@ def _profile(instance: Any) -> str | None:
     return printable(name.rsplit(" MIG ", 1)[1].strip()) if name is not None and " MIG " in name else None
 
 
-def gpm(handle: Any) -> tuple[bool | None, str | None]:
-    """Whether the GPU has GPM (``nvmlGpmQueryDeviceSupport``), or why that is unknown."""
-    if not hasattr(pynvml, "nvmlGpmQueryDeviceSupport"):
-        return None, NOT_IN_DRIVER
-    support, reason = ask(lambda: pynvml.nvmlGpmQueryDeviceSupport(handle))
-    return (None, reason) if support is None else (bool(support.isSupportedDevice), None)
+def gpm(index: int, handle: Any) -> tuple[bool | None, str | None]:
+    """Whether the GPU has GPM, asked as the collector asks it (``gpm.supported``): ``(False, None)`` where the GPU
+    has none (older than Hopper), ``(None, reason)`` where the driver or NVML stands in the way."""
+    slot = GpuSlot(index=index, handle=handle)
+    try:
+        if collect_gpm.supported(slot):
+            return True, None
+    except GpuLost:
+        return None, LOST
+    why = slot.unsupported.get("gpm", UNSUPPORTED)
+    return (False, None) if why == UNSUPPORTED else (None, why)

@@ -22,6 +22,7 @@ def check_to_dict(check: Check) -> dict[str, Any]:
         "summary": check.summary,
         "details": list(check.details),
         "advice": list(check.advice),
+        "info": list(check.info),
         "facts": dict(check.facts),
     }
 
@@ -38,24 +39,28 @@ def report_to_dict(report: Report, version: str) -> dict[str, Any]:
 
 
 def render_check(check: Check) -> list[str]:
-    """A check as lines: its verdict and title with the summary, the details below it, then each advice."""
+    """A check as lines: its verdict and title with the summary, the details below it, what cannot be changed,
+    then each advice."""
     lines = [f"{'[' + check.verdict + ']':<{TAG_WIDTH}}{printable(check.title)}: {printable(check.summary)}"]
     lines += [f"{INDENT}  {printable(d)}" for d in check.details]
+    lines += [f"{INDENT}  info: {printable(i)}" for i in check.info]
     lines += [f"{INDENT}  fix: {printable(a)}" for a in check.advice]
     return lines
 
 
 def conclusion(report: Report) -> str:
     limited = [c.title for c in report.checks if c.verdict == LIMITED]
+    informing = [c.title for c in report.informing]
+    noted = f"; information only, nothing to fix: {', '.join(informing)}" if informing else ""
     if report.verdict == BLOCKED:
         blocking = ", ".join(c.title for c in report.checks if c.verdict == BLOCKED)
         return f"blocked: gputop cannot monitor the GPUs here ({blocking}); see the fix lines above"
     if limited:
         return (
             f"limited: gputop monitors this machine, with {len(limited)} limit{'s' if len(limited) != 1 else ''} "
-            f"({', '.join(limited)}); the fix lines say how to lift each"
+            f"({', '.join(limited)}); the fix lines say how to lift each{noted}"
         )
-    return "ok: nothing limits gputop here"
+    return f"ok: nothing limits gputop here{noted}"
 
 
 def render_text(report: Report) -> str:

@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-Verdict = Literal["ok", "limited", "blocked", "skipped"]
-"""``ok``: nothing to do; ``limited``: gputop works but shows less (the advice says how to get it back);
-``blocked``: gputop cannot monitor the GPUs at all; ``skipped``: not checked, because a check it needs blocked."""
+Verdict = Literal["ok", "info", "limited", "blocked", "skipped"]
+"""``ok``: nothing to do; ``info``: nothing to do, but gputop shows less here for a reason no one can change (the
+hardware has no such counter, NVML gives none in MIG mode): information, not a limit, so it has no fix;
+``limited``: gputop works but shows less, and each ``advice`` line says how to get it back; ``blocked``: gputop
+cannot monitor the GPUs at all; ``skipped``: not checked, because a check it needs blocked."""
 OK: Final = "ok"
+INFO: Final = "info"
 LIMITED: Final = "limited"
 BLOCKED: Final = "blocked"
 SKIPPED: Final = "skipped"
 
-SEVERITY: Mapping[Verdict, int] = MappingProxyType({OK: 0, SKIPPED: 0, LIMITED: 1, BLOCKED: 2})
+SEVERITY: Mapping[Verdict, int] = MappingProxyType({OK: 0, INFO: 0, SKIPPED: 0, LIMITED: 1, BLOCKED: 2})
 
 FORMAT_VERSION = 1
 """``"doctor"`` in the JSON document: raised only when a key is removed or changes meaning (docs/doctor.md)."""
@@ -32,7 +35,8 @@ _NO_FACTS: Mapping[str, Fact] = MappingProxyType({})
 @dataclass(frozen=True, slots=True)
 class Check:
     """One subject checked: ``id`` is stable (the JSON key scripts match on), ``summary`` one line, ``details``
-    the lines that back it, ``advice`` what to do about each limit (empty when there is nothing to do)."""
+    the lines that back it, ``advice`` what to do about each limit (empty when there is nothing to do), ``info``
+    what gputop cannot show here for a reason that cannot be changed (never with a fix)."""
 
     id: str
     title: str
@@ -41,6 +45,7 @@ class Check:
     details: tuple[str, ...] = ()
     advice: tuple[str, ...] = ()
     facts: Mapping[str, Fact] = field(default_factory=lambda: _NO_FACTS)
+    info: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +56,8 @@ class Report:
 
     @property
     def verdict(self) -> Verdict:
-        """The worst verdict of any check (``skipped`` counts as ``ok``: the check that caused it is worse)."""
+        """The worst verdict of any check (``skipped`` counts as ``ok``: the check that caused it is worse; so
+        does ``info``: what cannot be changed does not limit gputop)."""
         worst: Verdict = OK
         for check in self.checks:
             if SEVERITY[check.verdict] > SEVERITY[worst]:
@@ -66,3 +72,8 @@ class Report:
     @property
     def blocking(self) -> tuple[Check, ...]:
         return tuple(c for c in self.checks if c.verdict == BLOCKED)
+
+    @property
+    def informing(self) -> tuple[Check, ...]:
+        """The checks whose verdict is ``info``."""
+        return tuple(c for c in self.checks if c.verdict == INFO)

@@ -7,8 +7,10 @@ from typing import Any
 
 from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
 from gputop.estimate.errors import EstimateError
-from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs
+from gputop.estimate.factory import load_factory
+from gputop.estimate.inputs import InputSpec, parse_inputs
 from gputop.estimate.parts import BatchEstimate
+from gputop.estimate.progress import Phase, Progress
 from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS, Precision, Report, Settings
 from gputop.estimate.search import largest_fitting
 
@@ -28,13 +30,15 @@ def estimate(
     context_bytes: int = CUDA_CONTEXT_BYTES,
     step: Callable[..., None] | None = None,
     layers: bool = False,
+    progress: Callable[[Progress], None] | None = None,
 ) -> Report:
     """Estimate a model's GPU memory without a GPU, by running its training step under ``FakeTensorMode``.
 
     Args:
         model: a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
             a function that makes one batch for a given batch size. It is called under ``FakeTensorMode``, so the
-            model is never materialised.
+            model is never materialised. A name is imported from ``sys.path``, and from the current directory only
+            when no one else can change it (``factory.search_path_for``, which may take it off ``sys.path``).
         batch_sizes: the batch sizes to estimate.
         inputs: the batch's tensors (shapes after the batch dimension, ``"3x224x224"`` or ``InputSpec``\\ s) when
             the factory returns a module alone.
@@ -50,18 +54,19 @@ def estimate(
         step: a custom training step ``step(model, batch, optimizer)``, for loops that are not forward, loss,
             backward, step; ``batch`` is ``(args, kwargs)`` for the model. It runs twice.
         layers: also build the layer table (at the first batch size).
+        progress: called as each estimate starts, with what it runs and what the one before found.
 
     Returns:
         The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
     """
-    from gputop.estimate.session import Session
-
     if precision not in PRECISIONS:
         raise EstimateError(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
     if not batch_sizes or any(b < 1 for b in batch_sizes):
         raise EstimateError("batch sizes must be 1 or more")
     name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
-    factory = load_factory(model) if isinstance(model, str) else model
+    factory = load_factory(model) if isinstance(model, str) else model  # first: it settles where torch comes from
+    from gputop.estimate.session import Session
+
     specs = parse_inputs(inputs) if isinstance(inputs, str) else None if inputs is None else tuple(inputs)
     settings = Settings(
         optimizer=None if inference else optimizer,
@@ -75,20 +80,28 @@ def estimate(
     )
     session = Session(factory, name, specs, settings, step)
     done: dict[int, BatchEstimate] = {}
+    latest: BatchEstimate | None = None
 
-    def run(batch_size: int) -> BatchEstimate:
+    def starting(phase: Phase, batch_size: int) -> None:
+        if progress is not None:
+            progress(Progress(phase, batch_size, latest))
+
+    def run(batch_size: int, phase: Phase) -> BatchEstimate:
+        nonlocal latest
         if batch_size not in done:
-            done[batch_size] = session.estimate(batch_size)
+            starting(phase, batch_size)
+            done[batch_size] = latest = session.estimate(batch_size)
         return done[batch_size]
 
-    batches = tuple(run(b) for b in batch_sizes)
+    batches = tuple(run(b, "asked") for b in batch_sizes)
     largest, tried = None, 0
     if memory_bytes is not None:
-        search = largest_fitting(lambda b: bool(run(b).fits))
+        search = largest_fitting(lambda b: bool(run(b, "search").fits))
         largest, tried = search.largest, search.tried
     table = None
     if layers:
         from gputop.estimate.layers import layer_table
 
+        starting("layers", batch_sizes[0])
         table = layer_table(session, batch_sizes[0])
     return Report(name, session.parameters, settings, batches, largest, tried, table)

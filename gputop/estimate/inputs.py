@@ -1,22 +1,16 @@
-"""Where the model comes from: a factory named ``package.module:function``, and ``--input`` shapes for a model
-that takes plain tensors. Importing this module imports no torch."""
+"""What the command line says of the batch and the optimizer: ``--input`` shapes for a model that takes plain
+tensors, and the optimizer's keyword arguments. Importing this module imports no torch."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import re
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from gputop.estimate.errors import EstimateError
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 """The dtypes an ``--input`` may name; floating ones follow the model's dtype under ``bf16``."""
 
-_FACTORY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")
 _SHAPE = re.compile(r"[0-9]+(?:x[0-9]+)*")
 
 
@@ -40,25 +34,6 @@ def parse_inputs(text: str) -> tuple[InputSpec, ...]:
             raise ValueError(f"unknown dtype {dtype!r} in {part.strip()!r} (one of {', '.join(DTYPES)})")
         specs.append(InputSpec(tuple(int(n) for n in shape_text.split("x")), dtype or "float32"))
     return tuple(specs)
-
-
-def load_factory(spec: str) -> Callable[[], Any]:
-    """The function ``package.module:function`` names, imported from the current directory too (as ``python -m``
-    would); ``EstimateError`` when the name is malformed, the module cannot be imported or has no such function."""
-    match = _FACTORY.fullmatch(spec)
-    if match is None:
-        raise EstimateError(f"a model factory is package.module:function, got {spec!r}")
-    module_name, function_name = match.groups()
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the factory's module may raise anything while it is imported
-        raise EstimateError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from exc
-    factory = getattr(module, function_name, None)
-    if not callable(factory):
-        raise EstimateError(f"{module_name} has no function {function_name}")
-    return factory
 
 
 def parse_optimizer_args(text: str) -> dict[str, Any]:

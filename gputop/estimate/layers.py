@@ -9,6 +9,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from gputop.estimate import training
+from gputop.estimate.errors import users_code
 from gputop.estimate.parts import LayerRow
 from gputop.estimate.session import Session
 from gputop.estimate.tracker import MemoryTracker
@@ -41,8 +42,9 @@ def layer_table(session: Session, batch_size: int) -> tuple[LayerRow, ...]:
         return tensor
 
     handles = [h for m in names for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+    failed = f"the layer table's forward pass failed at {{}} (batch size {batch_size}): "
     try:
-        with session.fake_mode, tracker:
+        with users_code(lambda: failed.format(tracker.operator or "its start")), session.fake_mode, tracker:
             tracker.add([*model.parameters(), *model.buffers()], "weights")
             weights = tracker.live_serials([*model.parameters(), *model.buffers()])
             args, kwargs = session.batch(batch_size)

@@ -9,7 +9,7 @@ from typing import Any
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 from gputop.estimate.report import Report
 from gputop.estimate.search import MAX_BATCH
-from gputop.formatting import fmt_bytes
+from gputop.formatting import counted, fmt_bytes
 from gputop.sanitize import printable
 from gputop.table import aligned
 
@@ -31,7 +31,8 @@ def render_text(report: Report) -> str:
     what = "inference (one forward pass, no gradients)" if settings.inference else f"training, {settings.optimizer}"
     checkpointing = ", activation checkpointing" if settings.checkpointing else ""
     lines = [
-        f"{printable(report.model)}: {report.parameters:,} parameters, {what}, {settings.precision}{checkpointing}",
+        f"{printable(report.model)}: {counted(report.parameters, 'parameter')}, {what}, {settings.precision}"
+        + checkpointing,
     ]
     if settings.memory_bytes is not None:
         lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {settings.margin:.0%} free")
@@ -60,7 +61,7 @@ def _batch_rows(report: Report) -> list[list[str]]:
 
 
 def conclusions(report: Report) -> list[str]:
-    """The largest batch that fits, and the rule of thumb beside the estimate of the first batch size."""
+    """The largest batch that fits, and the rule of thumb beside the first batch size's peak."""
     lines = []
     if report.largest_batch is not None:
         margin = f"{report.settings.margin:.0%}"
@@ -71,16 +72,34 @@ def conclusions(report: Report) -> list[str]:
         else:
             lines.append(
                 f"largest batch that fits: {report.largest_batch} "
-                f"(margin {margin}, {report.search_estimates} estimates)"
+                f"(margin {margin}, {counted(report.search_estimates, 'estimate')})"
             )
-    first = report.batches[0]
-    lines.append(
-        f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)} "
-        f"— misses activations {fmt_bytes(first.held.activations)} and temporaries "
-        f"{fmt_bytes(first.at_peak.temporaries)} at batch {first.batch_size} "
-        f"(estimated peak {fmt_bytes(first.peak_allocated_bytes)})"
-    )
+    lines += rule_of_thumb_lines(report)
     return lines
+
+
+_STATE_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer state"))
+
+
+def rule_of_thumb_lines(report: Report) -> list[str]:
+    """The rule of thumb, then the first batch size's estimated peak split into the parts live at it: the state
+    the rule counts, and the activations and temporaries it does not. The terms are those of the table's column,
+    so they add up to the peak the line names."""
+    first = report.batches[0]
+    peak = first.at_peak
+    live = [label for part, label in _STATE_PARTS if getattr(peak, part)] or ["weights"]
+    state = ", ".join(live[:-1]) + " and " + live[-1] if len(live) > 1 else live[0]
+    terms = (
+        (state, peak.weights + peak.gradients + peak.optimizer),
+        ("activations", peak.activations),
+        ("temporaries", peak.temporaries),
+    )
+    return [
+        f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
+        "without activations",
+        f"estimated peak at batch {first.batch_size}: {fmt_bytes(first.peak_allocated_bytes)} = "
+        + " + ".join(f"{label} {fmt_bytes(n)}" for label, n in terms),
+    ]
 
 
 def layer_lines(layers: tuple[LayerRow, ...]) -> list[str]:

@@ -11,7 +11,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from gputop.estimate import training
 from gputop.estimate.allocator import replay
-from gputop.estimate.errors import EstimateError
+from gputop.estimate.errors import EstimateError, users_code
 from gputop.estimate.inputs import InputSpec
 from gputop.estimate.parts import BatchEstimate, Parts
 from gputop.estimate.report import Settings, fits
@@ -41,24 +41,21 @@ class Session:
     ) -> None:
         self.settings = settings
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        with self.fake_mode:
-            try:
+        # the model's own methods run here too (train(), parameters() may be overridden)
+        with users_code(lambda: f"{name} raised "):
+            with self.fake_mode:
                 made = factory()
-            except EstimateError:
-                raise
-            except Exception as exc:  # the user's code may raise anything
-                raise EstimateError(f"{name} raised {type(exc).__name__}: {first_line(exc)}") from exc
-            self.model, self._make_batch = _model_and_batches(made, name, inputs)
-            if settings.precision == "bf16":
-                training.to_bfloat16(self.model)
-            if settings.checkpointing and not settings.inference:
-                training.checkpoint_blocks(self.model)
-        self.model.train(not settings.inference)
+                self.model, self._make_batch = _model_and_batches(made, name, inputs)
+                if settings.precision == "bf16":
+                    training.to_bfloat16(self.model)
+                if settings.checkpointing and not settings.inference:
+                    training.checkpoint_blocks(self.model)
+            self.model.train(not settings.inference)
+            first = next(self.model.parameters(), None)
+            self.parameters = sum(p.numel() for p in self.model.parameters())
         self._inputs = inputs
-        first = next(self.model.parameters(), None)
         self.device_type = "cpu" if first is None else first.device.type
         self._step = step or training.default_step(settings.precision, self.device_type)
-        self.parameters = sum(p.numel() for p in self.model.parameters())
 
     def batch(self, batch_size: int) -> training.Batch:
         """One batch of ``batch_size`` (call under the fake mode)."""
@@ -70,20 +67,20 @@ class Session:
     def estimate(self, batch_size: int) -> BatchEstimate:
         """The step's memory at ``batch_size``: each part, the peak, and the CUDA allocator's view of it."""
         tracker = MemoryTracker("activations" if self.settings.inference else "temporaries")
+        # an operator without a fake kernel, a data-dependent shape, or the user's code failed
+        failed = f"the model failed under FakeTensorMode at {{}} (batch size {batch_size}): "
         try:
-            with self.fake_mode, tracker, training.native_kernels():
+            with (
+                users_code(lambda: failed.format(tracker.operator or "its start")),
+                self.fake_mode,
+                tracker,
+                training.native_kernels(),
+            ):
                 tracker.add([*self.model.parameters(), *self.model.buffers()], "weights")
                 if self.settings.inference:
                     self._serve(batch_size)
                 else:
                     self._train(batch_size, tracker)
-        except EstimateError:
-            raise
-        except Exception as exc:  # an operator without a fake kernel, a data-dependent shape, the user's code
-            raise EstimateError(
-                f"the model failed under FakeTensorMode at {tracker.operator or 'its start'} "
-                f"(batch size {batch_size}): {type(exc).__name__}: {first_line(exc)}"
-            ) from exc
         finally:
             for p in self.model.parameters():
                 p.grad = None
@@ -154,9 +151,3 @@ def _model_and_batches(
     if make_batch is None and inputs is None:
         raise EstimateError(f"{name} returns a model without a batch function: give the batch's shapes with --input")
     return model, make_batch if inputs is None else None
-
-
-def first_line(exc: BaseException) -> str:
-    """The first non-empty line of an exception's message (PyTorch's run over many lines)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import signal
 import threading
 from collections.abc import Callable
@@ -101,9 +102,9 @@ async def export(
         if address is not None:
             collector = SnapshotCollector(lambda: sampler.latest, per_process, advice=lambda: advisor.active)
             try:
-                server = await serve(Exposition(collector).render, *address)
+                server = await serve(Exposition(collector).render, *address, say)
             except OSError as exc:
-                raise ExportError(f"cannot listen on {listen}: {exc.strerror or exc}", 1) from None
+                raise ExportError(f"cannot listen on {listen}: {_bind_failure(exc)}", 1) from None
             say(f"serving Prometheus metrics on {server.url}")
         path: Path | None = None
         if textfile_dir is not None:
@@ -133,6 +134,14 @@ async def export(
         if written is not None:
             remove_textfile(written)
         sampler.stop()
+
+
+def _bind_failure(exc: OSError) -> str:
+    """Why the address cannot be served, and for a port in use, the option that serves elsewhere."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return f"{reason} (another program serves there: give a free port with --listen HOST:PORT)"
+    return reason
 
 
 def _call_on(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:

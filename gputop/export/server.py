@@ -8,6 +8,9 @@ new one beyond that closes the oldest connection that has not sent its request y
 so what waits is idle or trickling and cannot lock scrapers out), or, when every open one is being answered, is
 told 503 and closed. The listen backlog holds ``BACKLOG`` connections waiting to be accepted, so a burst of
 scrapers is queued rather than dropped and retried a second later.
+
+Closing a connection is expected (a client that holds idle connections open, or a port scanner), so it is quiet:
+one line when the first is closed for room, then at most one line a minute with how many more were.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from urllib.parse import urlsplit
 
 from prometheus_client.exposition import gzip_accepted
 
+from gputop.export import DEFAULT_LISTEN, DEFAULT_PORT
+
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTEN = "127.0.0.1:9400"
-_EXAMPLE = "e.g. 127.0.0.1:9400, [::1]:9400, or 0.0.0.0:9400 for every interface"
+_EXAMPLE = f"e.g. {DEFAULT_LISTEN}, [::1]:{DEFAULT_PORT}, or 0.0.0.0:{DEFAULT_PORT} for every interface"
 
 BACKLOG = 128
 MAX_CONNECTIONS = 128
@@ -35,6 +39,8 @@ RESPONSE_TIMEOUT_S = 10.0
 # A scraper's request head is a few hundred bytes; anything near this is not a scraper.
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
 METRICS_PATHS = ("/metrics", "/")
+EVICTION_NOTE_EVERY_S = 60.0
+"""The most often a line says that connections were closed to make room: a client can open thousands a second."""
 
 Render = Callable[[str], tuple[bytes, str]]
 """The metrics for a request's ``Accept`` header: the body and its content type."""
@@ -84,19 +90,63 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _EvictionNotes:
+    """Says that connections were closed to make room: the first at once, then how many more at most once every
+    ``EVICTION_NOTE_EVERY_S``, and what is left untold when the server closes."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self._say = say
+        self._untold = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def evicted(self) -> None:
+        if self._timer is not None:
+            self._untold += 1
+            return
+        self._say(
+            f"closed a connection that had sent no request, to keep at most {MAX_CONNECTIONS} open; more such "
+            f"closings are counted and told at most once every {EVICTION_NOTE_EVERY_S:g} s"
+        )
+        self._timer = asyncio.get_running_loop().call_later(EVICTION_NOTE_EVERY_S, self._tell)
+
+    def _tell(self) -> None:
+        self._timer = None
+        if self._flush():
+            self._timer = asyncio.get_running_loop().call_later(EVICTION_NOTE_EVERY_S, self._tell)
+
+    def _flush(self) -> bool:
+        """Say how many were closed since the last line, if any; whether there were."""
+        count, self._untold = self._untold, 0
+        if count:
+            self._say(
+                f"closed {count} more connection{'s' if count != 1 else ''} that had sent no request, to keep at "
+                f"most {MAX_CONNECTIONS} open"
+            )
+        return bool(count)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._flush()
+
+
 class MetricsServer:
     """The metrics ``render`` makes, served over HTTP on the running event loop; ``port`` is the one really bound
-    (``HOST:0`` picks a free one)."""
+    (``HOST:0`` picks a free one). ``say`` gets the note that connections were closed to make room."""
 
-    def __init__(self, render: Render, host: str, sock: socket.socket) -> None:
+    def __init__(self, render: Render, host: str, sock: socket.socket, say: Callable[[str], None]) -> None:
         self.host = host
         self.port: int = sock.getsockname()[1]
         self._render = render
         self._sock = sock
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        # Every open connection's task and transport; ended by closing the transport, never by cancelling the task
+        # (asyncio's own callback for a cancelled connection task logs a traceback before Python 3.12).
+        self._connections: dict[asyncio.Task[None], asyncio.WriteTransport] = {}
         # Those still waiting for their request head, oldest first (a dict keeps the order it was filled in).
         self._waiting: dict[asyncio.Task[None], None] = {}
+        self._notes = _EvictionNotes(say)
 
     @property
     def url(self) -> str:
@@ -112,9 +162,11 @@ class MetricsServer:
         """Stop listening and drop every open connection."""
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        self._notes.close()
+        tasks = list(self._connections)
+        for transport in self._connections.values():
+            transport.abort()  # each task then ends on its own: its read or write fails
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
         self._sock.close()
@@ -122,7 +174,7 @@ class MetricsServer:
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
+        self._connections[task] = writer.transport
         self._make_room()
         # The answer is handed to the kernel whole before the connection closes, so closing never waits on a
         # client that does not read.
@@ -144,7 +196,7 @@ class MetricsServer:
         except (asyncio.TimeoutError, ConnectionError):
             pass  # a client too slow to take its answer, or gone: nothing to tell it
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             if answered:
                 writer.close()
             else:
@@ -156,8 +208,9 @@ class MetricsServer:
             return
         oldest = next(iter(self._waiting))
         del self._waiting[oldest]
-        self._connections.discard(oldest)
-        oldest.cancel()
+        # Its read ends with the connection (end of file), and its task returns as for a client that went away.
+        self._connections.pop(oldest).abort()
+        self._notes.evicted()
 
     async def _answer(self, reader: asyncio.StreamReader) -> bytes | None:
         """The whole response to the request on ``reader``; None for a client that sent no request in time."""
@@ -214,10 +267,10 @@ def _response(
     return "\r\n".join(lines).encode("latin-1") + (body if send_body else b"")
 
 
-async def serve(render: Render, host: str, port: int) -> MetricsServer:
-    """Serve the metrics ``render`` makes on ``host``:``port`` from the running event loop. Raises OSError when it
-    cannot bind."""
-    server = MetricsServer(render, host, listening_socket(host, port))
+async def serve(render: Render, host: str, port: int, say: Callable[[str], None]) -> MetricsServer:
+    """Serve the metrics ``render`` makes on ``host``:``port`` from the running event loop; ``say`` gets the rare
+    note about closed connections. Raises OSError when it cannot bind."""
+    server = MetricsServer(render, host, listening_socket(host, port), say)
     try:
         await server.start()
     except BaseException:

@@ -1,4 +1,4 @@
-"""gputop's in-process probe: reports what a training job's DataLoaders and GPU memory are doing.
+"""gputop's in-process probe: reports what a training job's DataLoaders, optimizers and GPU memory are doing.
 
 Use it from the job itself::
 
@@ -7,8 +7,9 @@ Use it from the job itself::
 
 or start the job with ``gputop run -- python train.py``, which installs it without a change to the code. The probe
 needs only the standard library and torch, and importing it never imports torch: where torch is absent, or
-until the job imports ``torch.utils.data``, it waits. It writes one small JSON report per process (see
-``channel``) a few times a second, never raises into the training loop, and costs about a microsecond per batch.
+until the job imports ``torch.utils.data`` and ``torch.optim``, it waits. It writes one small JSON report per
+process (see ``channel``) a few times a second, never raises into the training loop, and costs about a
+microsecond per batch.
 """
 
 from __future__ import annotations
@@ -36,17 +37,19 @@ def install(directory: str | None = None) -> bool:
         return True
     # Imported here, not with the package: the monitor imports the package for ``channel`` and needs neither.
     # A failure to import them is raised, as it was from importing the package.
-    from .hooks import TARGET, PatchOnImport, patch
+    from .hooks import OPTIMIZER, TARGET, PatchOnImport, patch
     from .probe import Probe
 
     try:
         probe = Probe(directory)
         module = sys.modules.get(TARGET)
-        if module is not None:
-            if not patch(module, probe):
-                return False  # another copy of the probe (gputop run's) already reports this process
-        else:
-            sys.meta_path.insert(0, PatchOnImport(probe))
+        if module is not None and not patch(module, probe):
+            return False  # another copy of the probe (gputop run's) already reports this process
+        if OPTIMIZER in sys.modules:
+            probe.hook_optimizers()
+        waiting = [name for name in (TARGET, OPTIMIZER) if name not in sys.modules]
+        if waiting:
+            sys.meta_path.insert(0, PatchOnImport(probe, waiting))
         os.register_at_fork(after_in_child=probe.reset)
         atexit.register(probe.close)
         _probe = probe

@@ -19,12 +19,13 @@ import functools
 import importlib.abc
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .probe import TRACK_ATTR, Probe
 
 TARGET = "torch.utils.data.dataloader"
+OPTIMIZER = "torch.optim.optimizer"
 PATCHED_ATTR = "_gputop_probe_patched"
 
 
@@ -115,17 +116,19 @@ def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], 
 
 
 class PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches the DataLoader module right after it executes, without importing torch before the job does.
+    """Acts on torch's modules right after they execute, without importing torch before the job does: patches the
+    DataLoader module (``TARGET``) and registers the optimizer step hook once ``OPTIMIZER`` exists.
 
-    It finds the module's spec through the other finders and wraps that one loader's ``exec_module``; it takes
-    itself off ``sys.meta_path`` once it has patched.
+    It finds a module's spec through the other finders and wraps that one loader's ``exec_module``; it takes
+    itself off ``sys.meta_path`` once nothing is left to wait for.
     """
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, waiting: Iterable[str] = (TARGET, OPTIMIZER)) -> None:
         self.probe = probe
+        self.waiting = set(waiting)
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != TARGET:
+        if fullname not in self.waiting:
             return None
         try:
             return self._patched_spec(fullname, path, target)
@@ -148,14 +151,22 @@ class PatchOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module: Any) -> None:
             original(module)
-            self.remove()
+            self.done(fullname)
             try:
-                patch(module, self.probe)
+                if fullname == TARGET:
+                    patch(module, self.probe)
+                else:
+                    self.probe.hook_optimizers()
             except Exception as exc:
-                self.probe.failed("patch DataLoader", exc)
+                self.probe.failed("patch DataLoader" if fullname == TARGET else "optimizer hook", exc)
 
         loader.exec_module = exec_module
         return spec
+
+    def done(self, fullname: str) -> None:
+        self.waiting.discard(fullname)
+        if not self.waiting:
+            self.remove()
 
     def remove(self) -> None:
         if self in sys.meta_path:

@@ -2,8 +2,9 @@
 
 Read in the training thread, at a DataLoader batch boundary, at most once every ``READ_INTERVAL_S``: autocast is
 per thread, so only that thread can see it. At the boundary a loop that enters autocast only around its forward
-reads false; a loop run wholly inside autocast reads true. The same read registers the global optimizer step hook
-(``register_optimizer_step_post_hook``, torch 2.0 and later) once the job has imported ``torch.optim``; the hook
+reads false; a loop run wholly inside autocast reads true. The global optimizer step hook
+(``register_optimizer_step_post_hook``, torch 2.0 and later) is registered when the probe patches the DataLoader
+module (``import torch`` imports ``torch.optim`` first), and again at this read where it could not be then; the hook
 feeds ``tensors.TensorReader``, which also finds the parameters' dtypes.
 """
 
@@ -13,8 +14,9 @@ import sys
 from typing import Any
 
 READ_INTERVAL_S = 5.0
-_hooked = False
-"""One step hook per process; a forked child keeps its parent's, which reads whatever reader the probe holds."""
+HOOKED_ATTR = "_gputop_probe_hooked"
+"""Set on ``torch.optim.optimizer`` with the one step hook of the process; a forked child keeps its parent's, which
+reads whatever reader the probe holds."""
 
 
 class PrecisionReader:
@@ -38,7 +40,7 @@ class PrecisionReader:
         except TypeError:  # torch before 2.4 takes no device type
             self.autocast = bool(torch.is_autocast_enabled())
         self.matmul_precision = str(torch.get_float32_matmul_precision())[:16]
-        _hook_optimizers(hook)
+        hook_optimizers(hook)
 
     def report(self) -> dict[str, Any]:
         return {
@@ -47,11 +49,12 @@ class PrecisionReader:
         }
 
 
-def _hook_optimizers(hook: Any) -> None:
-    global _hooked
+def hook_optimizers(hook: Any) -> None:
+    """Register ``hook`` as torch's global optimizer step post hook, if ``torch.optim`` is imported: once per
+    process, whichever copy of the probe comes first (``gputop run``'s, or the job's own ``install()``)."""
     optimizer = sys.modules.get("torch.optim.optimizer")
     register = getattr(optimizer, "register_optimizer_step_post_hook", None)
-    if _hooked or register is None:
+    if register is None or getattr(optimizer, HOOKED_ATTR, False):
         return
     register(hook)
-    _hooked = True
+    setattr(optimizer, HOOKED_ATTR, True)

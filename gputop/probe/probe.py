@@ -20,7 +20,7 @@ from typing import Any
 from . import channel
 from .cuda import CudaReader
 from .loader import LoaderTrack, effective_config
-from .precision import PrecisionReader
+from .precision import PrecisionReader, hook_optimizers
 from .tensors import TensorReader
 
 TRACK_ATTR = "_gputop_probe_track"
@@ -56,7 +56,8 @@ def _own_start_ticks() -> int | None:
 
 
 class Probe:
-    """Tracks this process's DataLoaders and writes ``<dir>/<pid>.json`` every ``interval_s`` once one exists."""
+    """Tracks this process's DataLoaders and writes ``<dir>/<pid>.json`` every ``interval_s`` once one exists, or
+    once an optimizer steps."""
 
     def __init__(self, directory: str | None = None, interval_s: float = channel.WRITE_INTERVAL_S) -> None:
         self.directory = directory or channel.report_dir()
@@ -119,10 +120,27 @@ class Probe:
         except Exception as exc:
             self.failed("precision", exc)
 
+    def hook_optimizers(self) -> None:
+        """Register torch's global optimizer step hook now, if the job has imported ``torch.optim``: a loop that
+        draws its batches without a DataLoader still steps an optimizer."""
+        try:
+            hook_optimizers(self._after_optimizer_step)
+        except Exception as exc:
+            self.failed("optimizer hook", exc)
+
     def _after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """torch's global optimizer step hook: never raises into ``optimizer.step()``."""
+        """torch's global optimizer step hook: never raises into ``optimizer.step()``.
+
+        Where no DataLoader is iterated, the end of an optimizer step is the step boundary: GPU memory is read
+        there, and the first step starts the writer, so such a job reports its memory like any other."""
         try:
             self._tensors.stepped(optimizer)
+            if not self._tracks:
+                now = time.perf_counter()
+                if now >= self.sample_due:
+                    self.sample_step(now)
+                if self._writer is None:
+                    self._start_writer()
         except Exception as exc:
             self.failed("tensor memory", exc)
 

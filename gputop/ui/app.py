@@ -9,9 +9,11 @@ from __future__ import annotations
 import getpass
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.message import Message
@@ -22,11 +24,12 @@ from textual.screen import Screen
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
-from gputop.ui.feed import Feed, LiveFeed
+from gputop.ui.feed import Ended, Feed, LiveFeed
 from gputop.ui.history import History
-from gputop.ui.keys import HelpGroup, HelpRow, key_help
+from gputop.ui.keys import HelpGroup, HelpRow, bound_keys, key_help, unbound_words
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.terminal import driver_class
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.process_table import ProcessTable
 
 INTERVAL_STEPS_S = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -123,9 +126,11 @@ class GputopApp(App[int]):
     TITLE = "gputop"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", tooltip="Quit gputop"),
+        Binding("q", "quit", "Quit", tooltip="Quit gputop (F10 too)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit gputop"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="List every key (F1 too)"),
+        Binding("f10", "quit", "Quit", show=False),  # htop's quit and help keys
+        Binding("f1", "help", "Help", show=False),
         Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; sampling goes on, the graphs stay whole"),
         Binding("plus,equals_sign", "slower", "Slower", show=False, key_display="+", tooltip="Refresh less often"),
         Binding(
@@ -147,6 +152,8 @@ class GputopApp(App[int]):
     """A line for the findings' panel while there are no findings to show yet (a replay computing them)."""
     paused = var(False)
     interval_s = var(1.0)
+    final: var[Ended | None] = var(None)
+    """Set once the job the feed watched has ended: the screens hold its last view, marked final."""
 
     class SnapshotsArrived(Message):
         """Wakes the UI thread: the feed has snapshots waiting."""
@@ -239,6 +246,14 @@ class GputopApp(App[int]):
         self.advice = self.feed.advice
         self.snapshot = self.feed.latest
 
+    def ended(self, ended: Ended) -> None:
+        """The job the feed watched has ended (``FeedClient``): its last view is shown, and stays, marked final."""
+        self.paused = False
+        self.status_label = "JOB ENDED"
+        self.show()
+        self.final = ended
+        self.refresh_bindings()  # no pause, interval or signal keys over a view that no longer changes
+
     def action_toggle_pause(self) -> None:
         self.mode.toggle_pause()
 
@@ -259,6 +274,8 @@ class GputopApp(App[int]):
         """Whether ``action`` applies here: no interval keys over a feed with its own, no signals when read-only."""
         if action in ("slower", "faster"):
             return not self.feed.interval_fixed
+        if action == "toggle_pause":
+            return self.final is None
         return not (action == "signal" and self.readonly)
 
     def watch_interval_s(self, interval_s: float) -> None:
@@ -267,6 +284,20 @@ class GputopApp(App[int]):
     def key_help(self) -> list[tuple[str, str]]:
         """Every key that works now, read from the bindings of the mode and its screens."""
         return key_help(self.mode.help_groups(), self.key_allowed)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that reached the app and that no binding here takes (a habit from htop or nvitop, a key of another
+        screen) is not ignored in silence: the footer says so for a moment (a dialog without one, a notification).
+        Runs before Textual's own handler, which then looks for a binding of the key."""
+        if event.key in self.screen.active_bindings:
+            return
+        display = self.get_key_display(Binding(event.key, ""))
+        words = unbound_words(event.key, display, bound_keys([*self.mode.help_groups(), self.mode.bindings]))
+        footers = self.screen.query(Footer)
+        if footers:
+            footers.first().say(words)
+        else:
+            self.notify(words, timeout=3)
 
     def action_help(self) -> None:
         from gputop.ui.screens.help import HelpScreen
@@ -284,12 +315,14 @@ def run_dashboard(
     notice: str | None = None,
     close: threading.Event | None = None,
     job_id: str | None = None,
+    job_end: Future[Ended] | None = None,
 ) -> int:
     """Run the live dashboard until the user quits; returns the exit status. ``on_snapshot`` also gets every
     snapshot, on the sampler's thread (``gputop run``'s recording and report). ``advisor_config`` sets the
     advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
     closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up). ``job_id`` opens that job's view
-    on top (``--job``)."""
+    on top (``--job``). ``job_end`` is resolved, from any thread, when the job ``pid`` names ends (``gputop run``):
+    the dashboard says so and keeps the job's last view; cancelled, it says nothing."""
     # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first snapshot
     # (SnapshotMaker makes them when first used), where they would compete with Textual's start for the first frame.
     from gputop.collect import host, training  # noqa: F401
@@ -299,6 +332,13 @@ def run_dashboard(
     if on_snapshot is not None:
         source.subscribe(on_snapshot)
     feed = LiveFeed(source, Advisor(pid, advisor_config))
+    if job_end is not None:
+
+        def told(done: Future[Ended]) -> None:
+            if not done.cancelled():
+                feed.end(done.result())
+
+        job_end.add_done_callback(told)
     app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice, job_id=job_id)
     ended = threading.Event()
     if close is not None:

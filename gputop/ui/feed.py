@@ -11,6 +11,7 @@ or ``show`` on the UI thread itself. Three feeds exist: ``LiveFeed`` here (the l
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
 from gputop.advisor import Advisor
@@ -22,6 +23,15 @@ from gputop.ui.source import SnapshotSource
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Ended:
+    """The end of the job a live feed watched (``gputop run``'s): what to say, and what stays on screen."""
+
+    message: str
+    snapshot: Snapshot | None = None
+    """The last snapshot taken while the job ran, shown from now on; None: the newest the feed has."""
+
+
 class FeedClient(Protocol):
     """The app as a feed sees it."""
 
@@ -30,6 +40,9 @@ class FeedClient(Protocol):
 
     def show(self) -> None:
         """On the UI thread: show the feed's ``latest`` and ``advice`` now."""
+
+    def ended(self, ended: Ended) -> None:
+        """On the UI thread, within ``Feed.take``: the feed has ended; ``latest`` and ``advice`` are final."""
 
 
 class Feed(Protocol):
@@ -69,10 +82,10 @@ class Feed(Protocol):
 class LiveFeed:
     """The live dashboard's feed: snapshots from a ``Sampler`` (or anything with its interface) on its thread,
     queued in an inbox that wakes the UI thread once per batch; there every snapshot goes into the history and
-    through the advisor, whose findings depend on every tick."""
+    through the advisor, whose findings depend on every tick.
 
-    signals_allowed = True
-    interval_fixed = False
+    Where the feed watches a job (``gputop run``), ``end`` says that it ended: the feed then keeps the job's last
+    snapshot and its findings for good, stops its source, and allows no signals to the processes it shows."""
 
     def __init__(self, source: SnapshotSource, advisor: Advisor) -> None:
         self.source = source
@@ -80,29 +93,76 @@ class LiveFeed:
         self.history = History()
         self.latest: Snapshot | None = None
         self.advice: tuple[Advice, ...] = ()
+        self.ended: Ended | None = None
+        """Set on the UI thread once the end has been taken in: nothing after it is shown."""
+        self._end: Ended | None = None
+        """The end as told, from any thread, until ``take`` takes it in."""
+        self._client: FeedClient | None = None
         self._inbox: Inbox[Snapshot] | None = None
+
+    @property
+    def signals_allowed(self) -> bool:
+        """Live processes of this machine, until the end: then the screen holds what they were."""
+        return self.ended is None
+
+    @property
+    def interval_fixed(self) -> bool:
+        return self.ended is not None
 
     def start(self, client: FeedClient) -> None:
         inbox: Inbox[Snapshot] = Inbox(client.wake)
         self._inbox = inbox
+        self._client = client
         # Runs on the source's thread: queue the snapshot and wake the UI thread if it is not already awake.
         self.source.subscribe(inbox.put)
         self.source.start()
+        if self._end is not None:  # it ended before the dashboard was up
+            client.wake()
+
+    def end(self, ended: Ended) -> None:
+        """From any thread: the job has ended. The UI thread hears of it at once, and ``take`` shows it."""
+        self._end = ended
+        client = self._client
+        if client is not None:
+            client.wake()
 
     def take(self) -> bool:
         if self._inbox is None:
             return False
-        latest = None
-        for latest in self._inbox.drain():
-            self.history.record(latest)
-            try:
-                self.advice = self.advisor.update(latest)
-            except Exception as exc:  # a fault in one rule must not take the dashboard down
-                log.error("advisor failed: %r", exc)
-        if latest is None:
+        if self.ended is not None:
+            for _ in self._inbox.drain():
+                pass  # taken after the end: never shown
             return False
-        self.latest = latest
+        end = self._end
+        last = end.snapshot if end is not None else None
+        latest = None
+        for snap in self._inbox.drain():
+            if last is not None and snap.time > last.time:
+                continue  # the job had ended (a zombie, or gone)
+            self._take(snap)
+            latest = snap
+        if latest is not None:
+            self.latest = latest
+        if end is None:
+            return latest is not None
+        if last is not None:
+            if self.latest is None or self.latest.time < last.time:
+                self._take(last)  # told of before its turn in the inbox came
+            self.latest = last
+        if self.latest is None:
+            return False  # nothing to keep yet: the first snapshot will be the one
+        self.ended = end
+        self.source.stop()
+        if self._client is not None:
+            self._client.ended(end)
         return True
+
+    def _take(self, snap: Snapshot) -> None:
+        self.history.record(snap)
+        try:
+            self.advice = self.advisor.update(snap)
+        except Exception as exc:  # a fault in one rule must not take the dashboard down
+            log.error("advisor failed: %r", exc)
 
     def stop(self) -> None:
         self.source.stop()

@@ -102,7 +102,7 @@ class ProcessRow(NamedTuple):
     """One line of the table: a process on one GPU (flat view) or one process with all its GPUs (tree view).
 
     A named tuple rather than a frozen dataclass: the table makes one per GPU process on every tick (2,000 on a
-    large machine), and a frozen dataclass sets each of its 17 fields through ``object.__setattr__``, three times
+    large machine), and a frozen dataclass sets each of its 18 fields through ``object.__setattr__``, three times
     slower. Immutable all the same."""
 
     key: str
@@ -126,6 +126,9 @@ class ProcessRow(NamedTuple):
     """The MIG instance it runs on (``3g.40gb#1``), several joined by commas in the tree view; None off MIG."""
     container: str | None = None
     """The container, pod, job or unit it runs in, as ``Container.label`` words it; None in none."""
+    visible: bool = True
+    """Whether this PID namespace sees the process: false for NVML's host PIDs in a container without
+    ``--pid=host``, which name no process here (or another one), so they are never signalled."""
 
     @property
     def is_worker(self) -> bool:
@@ -261,6 +264,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         unavailable=reasons,
         mig=mig_label(snap, p),
         container=container_label(host),
+        visible=host.visible,
     )
 
 
@@ -297,6 +301,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         unavailable=frozen_reasons(reasons),
         mig=",".join(labels) or None,
         container=container_label(host),
+        visible=host.visible,
     )
 
 

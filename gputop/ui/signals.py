@@ -95,16 +95,29 @@ def boot_time() -> float:
     raise OSError("no btime in /proc/stat")
 
 
+def elsewhere_words(pid: int) -> str:
+    """Why a PID that NVML reports from outside this PID namespace is not signalled."""
+    return (
+        f"PID {pid} is a host PID from outside this PID namespace (a container without --pid=host): it is no "
+        "process here, or another one, so no signal is offered. Run gputop on the host to signal it."
+    )
+
+
 def confirm_and_signal(
-    app: App[Any], pid: int, start_time: float | None, user: str | None, command: str | None
+    app: App[Any], pid: int, start_time: float | None, user: str | None, command: str | None, *, visible: bool
 ) -> None:
     """Ask, then send; the outcome (or why it failed) shows as a notification, never as a crash.
 
     The process is pinned when the dialog opens, before the user decides, and checked at the moment of sending
     to be the one shown (started at ``start_time``): the screen may be paused, or older than the PID's reuse.
+    A PID this namespace does not see (``visible`` false: NVML's host PID in a container) is never offered: the
+    process of that number here, if any, is another one.
     """
     from gputop.ui.screens.signal_dialog import SignalDialog  # the dialog imports this module
 
+    if not visible:
+        app.notify(elsewhere_words(pid), title="Signal not offered", severity="warning", markup=False)
+        return
     handle = ProcessHandle(pid, start_time)
 
     def decided(sig: signal.Signals | None) -> None:

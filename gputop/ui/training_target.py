@@ -1,7 +1,9 @@
 """Which training process the training panel shows: worked out from the snapshot, the focus and the cursor.
 
-The panel follows the process table's cursor, but only onto training processes: on any other row it keeps what
-it showed, so moving the cursor past a desktop or a notebook does not make the panel jump around.
+The panel follows the process table's cursor, but only onto training processes (those with training evidence:
+``TrainingView.trains``): on any other row it keeps what it showed, so moving the cursor past a desktop or a
+notebook does not make the panel jump around. A process that only holds GPU memory gets a panel only as the focus
+the user asked for (``--pid``, ``gputop run``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ def training_target(
     2. the one shown so far, while it is still a training process;
     3. the focus's job (``--pid``, ``gputop run``): the focus itself, or its first rank;
     4. without a focus, the first training process in the snapshot that has workers or a probe report.
+
+    The snapshot has a view of every GPU process; one without training evidence counts only as the focus.
     """
     if selected_pid is not None:
         view = _view_for(snap, selected_pid)
-        if view is not None:
+        if view is not None and (view.trains or view.pid == focus_pid):
             return view
     if shown_pid is not None:
         view = snap.training_view(shown_pid)
-        if view is not None:
+        if view is not None and (view.trains or view.pid == focus_pid):
             return view
     if focus_pid is not None:
         return _first_rank(snap, focus_pid)

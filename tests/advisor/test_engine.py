@@ -4,8 +4,9 @@ for one, and does not flicker in between; all of it timed by the snapshots alone
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
@@ -13,7 +14,9 @@ from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor import thresholds as th
 from gputop.advisor.engine import _RuleState
 from gputop.advisor.rules import Finding, Rule
-from gputop.model import INFO, WARNING, TrainingView
+from gputop.advisor.window import MAX_HISTORY_SAMPLES, JobWindow
+from gputop.limits import MIN_INTERVAL_S
+from gputop.model import INFO, WARNING, Snapshot, TrainingView
 from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -215,3 +218,91 @@ def test_a_finding_that_does_not_change_keeps_its_advice_and_the_active_findings
     advisor.update(snapshot(13.0, view()))
     (advice,) = advisor.active
     assert advice.evidence == {"n": 2} and advice.since == before[0].since
+
+
+# -- the bound on a history: by time and by count ---------------------------------------------------------------
+
+
+def counting_advisor(config: AdvisorConfig) -> tuple[Advisor, list[int]]:
+    """An advisor whose one rule holds always and notes the samples of each window it judges."""
+    judged: list[int] = []
+
+    def check(w: JobWindow, config: AdvisorConfig) -> Finding:
+        judged.append(len(w.samples))
+        return FINDING
+
+    advisor = Advisor(PID, config)
+    advisor.rules = (Rule("test-rule", check),)
+    return advisor, judged
+
+
+def at_times(times: Iterable[float]) -> Iterator[Snapshot]:
+    """``snapshot(t, view())`` at each time, made of the same parts (a test feeds tens of thousands)."""
+    base = snapshot(0.0, view())
+    for t in times:
+        yield Snapshot(t, base.host, base.driver, (), (), base.host_processes, training=base.training)
+
+
+def test_snapshots_closer_than_the_gap_are_not_judged_and_the_findings_stand():
+    config = AdvisorConfig(window_s=2.0)
+    advisor, judged = counting_advisor(config)
+
+    found = [advisor.update(s) for s in at_times(n / 1000 for n in range(20_000))]  # 20 s of rows 1 ms apart
+
+    assert len(judged) == len(range(0, 20_000, math.ceil(config.min_gap_s * 1000)))
+    assert max(judged) <= MAX_HISTORY_SAMPLES
+    assert found[-1] == found[-2] and found[-1][0].since >= config.window_s
+
+
+def test_every_snapshot_the_fastest_sampler_takes_is_judged():
+    advisor, judged = counting_advisor(AdvisorConfig())
+
+    for s in at_times(n * MIN_INTERVAL_S for n in range(1200)):
+        advisor.update(s)
+
+    assert len(judged) == 1200
+
+
+def test_a_history_whose_time_goes_back_and_forth_keeps_at_most_its_count_of_samples():
+    times = [n * 10.0 for n in range(MAX_HISTORY_SAMPLES + 500)]
+    random.Random(3).shuffle(times)
+    advisor, judged = counting_advisor(AdvisorConfig())
+
+    for s in at_times(times):
+        advisor.update(s)
+
+    assert len(judged) == len(times)  # each one far from the others: none is thinned
+    assert max(judged) == MAX_HISTORY_SAMPLES
+
+
+def test_times_that_go_back_and_forth_are_thinned_against_every_time_judged():
+    config = AdvisorConfig(window_s=2.0)
+    advisor, judged = counting_advisor(config)
+
+    # Two interleaved runs of rows 1 ms apart, a thousand seconds between them.
+    for s in at_times(n / 1000 + (1000.0 if n % 2 else 0.0) for n in range(6000)):
+        advisor.update(s)
+
+    assert len(judged) <= 2 * (6 / config.min_gap_s + 1)
+
+
+def test_a_rule_keeps_at_most_its_count_of_evaluations_when_their_time_goes_back_and_forth():
+    times = [n * 10.0 for n in range(MAX_HISTORY_SAMPLES + 500)]
+    random.Random(4).shuffle(times)
+    state = _RuleState()
+
+    for t in times:
+        state.record(t, True, 1e9)
+
+    assert len(state.evaluations) == MAX_HISTORY_SAMPLES
+
+
+def test_evaluations_in_order_again_after_time_went_back_are_shared_as_a_fresh_sum_gives():
+    state = _RuleState()
+    seen: list[tuple[float, bool]] = []
+    times = [n * 0.5 for n in range(40)] + [15.0] + [20.0 + n * 0.5 for n in range(200)]
+    shares = [(t, state.record(t, n % 4 != 0, 5.0), seen.append((t, n % 4 != 0))) for n, t in enumerate(times)]
+
+    for n, (t, share, _) in enumerate(shares):
+        if t > 25.0:  # the evaluation at 15 s has left the window: they are in order again
+            assert share == pytest.approx(_share_summed_anew(seen[: n + 1], 5.0), abs=1e-12)

@@ -147,6 +147,17 @@ def test_ranks_of_one_torchrun_run_are_one_job_with_the_same_id_on_every_host():
     assert find_jobs(ranks_snapshot(0.0, 2, run_id="run-8"))[0].id != here[0].id
 
 
+def test_ranks_of_one_run_are_one_job_only_where_one_user_runs_them():
+    snap = ranks_snapshot(0.0, 3)
+    users = ("root", "root", "mallory")  # mallory copied RANK=2 and root's run id into her own process
+    hosts = tuple(HostProcess(v.pid, 1, name="python3", user=user) for v, user in zip(snap.training, users))
+
+    jobs = find_jobs(dataclasses.replace(snap, host_processes=hosts))
+
+    assert [(j.user, j.pids) for j in jobs] == [("root", (FIRST, FIRST + 1)), ("mallory", (FIRST + 2,))]
+    assert jobs[0].id != jobs[1].id
+
+
 def test_plain_gpu_processes_make_no_job():
     assert find_jobs(ranks_snapshot(0.0, 3, trains=False)) == ()
 

@@ -27,8 +27,20 @@ from gputop.advisor.rules import (
     worker_memory_growth,
 )
 from gputop.advisor.window import AdvisorConfig
-from gputop.model import CRITICAL, INFO, PIN_ON, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, TensorMemory
-from tests.advisor.build import GIB, MIB, device, gpu, host, loader, row, sample, view, window, workers
+from gputop.model import (
+    CRITICAL,
+    INFO,
+    PIN_ON,
+    SOURCE_BOTH,
+    SOURCE_EXTERNAL,
+    SOURCE_PROBE,
+    WARNING,
+    CpuTakers,
+    CpuUse,
+    HostProcess,
+    TensorMemory,
+)
+from tests.advisor.build import GIB, MIB, PID, device, gpu, host, loader, row, sample, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -67,6 +79,51 @@ def test_data_starved_with_saturated_cpu_workers_says_more_cannot_help():
     assert finding.evidence["bottleneck"] == "cpu"
     assert "More workers cannot help" in finding.action
     assert "cache the decoded data" in finding.action
+
+
+def held_by_others(takers: CpuTakers | None):
+    """One CPU-bound worker on a 2-core host that is 100 % busy: the worker gets 0.4 of a core, the training
+    process 0.1, and another user's ``stress`` holds most of the rest."""
+    training = view(loader(wait=0.5, workers=1), workers(1, cpu=40.0, status="running"), usable=2)
+    machine = dataclasses.replace(host(cpu_percent=100.0, cores=2), cpu_takers=takers)
+    process = HostProcess(PID, user="alice", cpu_percent=10.0)
+    return window(
+        lambda t: dataclasses.replace(sample(t, training, gpus=(gpu(busy=30),), machine=machine), process=process)
+    )
+
+
+OTHERS = CpuTakers(
+    processes=(
+        CpuUse(140.0, "bob", 777, "stress"),
+        CpuUse(40.0, "alice", 5000, "pt_data_worker"),  # the job's own worker
+        CpuUse(10.0, "alice", PID, "python"),
+        CpuUse(9.0, "root", 1, "systemd"),
+    ),
+    users=(CpuUse(140.0, "bob"), CpuUse(50.0, "alice"), CpuUse(9.0, "root")),
+)
+
+
+def test_data_starved_names_the_processes_that_hold_the_cores_its_cpu_bound_workers_do_not_get():
+    finding = data_starved(held_by_others(OTHERS), CONFIG)
+
+    assert finding.suggest == {}
+    assert (
+        "1 worker, busy on the CPU (0.4 of 2 usable cores); the host's 2 CPUs are 100% busy, 1.5 cores of it "
+        "other processes': stress (PID 777, bob) 1.4" in finding.detail
+    )
+    assert "spent" not in finding.action
+    assert finding.action.startswith(
+        "More workers cannot help: the workers are CPU-bound and other processes hold 1.5 of the host's 2 cores "
+        "(stress, PID 777 of bob, the most: 1.4). Free those cores, or give the job cores of its own"
+    )
+    assert (finding.evidence["others_cpu_cores"], finding.evidence["others_pids"]) == (1.5, (777,))
+
+
+def test_data_starved_says_when_the_snapshots_do_not_say_who_holds_the_cores():
+    finding = data_starved(held_by_others(None), CONFIG)  # recorded before gputop kept who used the CPUs
+
+    assert "1.5 cores of it other processes': which ones, these snapshots do not say" in finding.detail
+    assert "spent" not in finding.action and "other processes hold 1.5 of the host's 2 cores." in finding.action
 
 
 def test_data_starved_on_storage_names_the_storage():
@@ -290,6 +347,17 @@ def test_batch_too_small_without_the_probe_gives_the_direction_and_how_to_get_a_
     assert finding.suggest == {}
     assert "gputop run" in finding.action
     assert finding.source == SOURCE_EXTERNAL
+
+
+def test_batch_too_small_with_the_probe_but_no_dataloader_says_the_batch_size_is_unknown():
+    probe = device(allocated_gib=4, reserved_gib=9, peak_gib=8, reserved_peak_gib=9, nvml_gib=10)
+    training = view(worker_list=(), cuda=(probe,))
+
+    finding = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40, used_gib=10),))), CONFIG)
+
+    assert finding.suggest == {}
+    assert "the probe sees no DataLoader in this job, so the batch size is not known" in finding.action
+    assert "gputop run" not in finding.action  # it already runs under the probe
 
 
 def test_batch_too_small_silent_when_the_gpu_is_busy():

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from gputop.demo import NEEDS_TORCH, NOTICE
-from gputop.launch import stop
+from gputop.run.launch import stop
 from tests.ui.test_tmux import Tmux, gputop_command
 
 FINDING = re.compile(r"Input-bound: the loop waits for data (\d+)% of each step")

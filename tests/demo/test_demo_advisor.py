@@ -10,32 +10,33 @@ from typing import Any
 
 import pytest
 
-import gputop.cli.job
 import gputop.demo
+import gputop.run
 from gputop.advisor import AdvisorConfig
 from gputop.cli import build_parser
 from gputop.cli.demo import main as run_demo
 from gputop.demo import NOTICE, WINDOW_S
+from gputop.run import DashboardOptions, RunOptions
 
 
 @pytest.mark.parametrize(("argv", "window_s"), [((), WINDOW_S), (("--window", "3"), 3.0)])
 def test_the_window_goes_to_launch_once_as_the_advisor_config(
     monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], window_s: float
 ) -> None:
-    calls: list[dict[str, Any]] = []
+    calls: list[RunOptions] = []
 
-    def fake_run(command: list[str], **options: Any) -> int:
+    def fake_run(options: RunOptions, console: Any) -> int:
         calls.append(options)
         return 0
 
     monkeypatch.setattr(gputop.demo, "torch_problem", lambda environ=None: None)
-    monkeypatch.setattr(gputop.cli.job, "run_job", fake_run)
+    monkeypatch.setattr(gputop.run, "run_job", fake_run)
 
     assert run_demo(build_parser().parse_args(["demo", *argv])) == 0
 
     [options] = calls
-    assert options["advisor_config"] == AdvisorConfig(window_s=window_s)
-    assert options["dashboard_options"] == {"notice": NOTICE}  # run_job gives the dashboard its advisor_config
+    assert options.advisor == AdvisorConfig(window_s=window_s)  # run_job gives it to the dashboard's advisor too
+    assert options.dashboard == DashboardOptions(notice=NOTICE, on_close="stop")
 
 
 # In the child: torch is taken as present and the job is a stdlib module that ignores its arguments and ends at

@@ -7,8 +7,9 @@ import argparse
 import pytest
 
 from gputop.cli.args import byte_size
-from gputop.estimate.errors import EstimateError
-from gputop.estimate.inputs import InputSpec, load_factory, parse_inputs, parse_optimizer_args
+from gputop.estimate.errors import EstimateError, describe
+from gputop.estimate.factory import load_factory
+from gputop.estimate.inputs import InputSpec, parse_inputs, parse_optimizer_args
 
 pytestmark = pytest.mark.fast
 
@@ -68,3 +69,18 @@ def test_optimizer_arguments_that_are_not_literals_are_refused(text):
 def test_a_factory_that_cannot_be_loaded_says_why(spec, message):
     with pytest.raises(EstimateError, match=message):
         load_factory(spec)
+
+
+@pytest.mark.parametrize(
+    ("raised", "told"),
+    [
+        (ValueError("no weights file\nat /models"), "ValueError: no weights file"),
+        (RuntimeError(), "RuntimeError"),
+        (SystemExit(), "SystemExit: the model's code asked to exit"),
+        (SystemExit(7), "SystemExit(7): the model's code asked to exit"),
+        (SystemExit("config.yaml is missing"), "SystemExit: config.yaml is missing"),
+        (GeneratorExit(), "GeneratorExit"),
+    ],
+)
+def test_what_the_users_code_raised_is_told_in_one_line(raised, told):
+    assert describe(raised) == told

@@ -65,14 +65,26 @@ BAD = [
     ((f"{MODELS}:mlp", "--input", "3x"), "argument --input: not a shape: '3x'"),
     ((f"{MODELS}:mlp", "--input", "64", "--memory", "80parsecs"), "argument --memory: not a size"),
     ((f"{MODELS}:mlp", "--input", "64", "--batch", "0"), "argument --batch: not batch sizes"),
+    ((f"{MODELS}:calls_exit", "--input", "4"), "calls_exit raised SystemExit: the model's code asked to exit"),
+    ((f"{MODELS}:exits_7", "--input", "4"), "exits_7 raised SystemExit(7): the model's code asked to exit"),
+    ((f"{MODELS}:cancelled", "--input", "4"), "cancelled raised Cancelled: the run was cancelled"),
+    ((f"{MODELS}:unprintable", "--input", "4"), "unprintable raised Unprintable"),
+    (("tests.estimate.exits_on_import:f", "--input", "4"), "exits_on_import: SystemExit(0): the model's code asked"),
+    ((f"{MODELS}:exits_in_batch",), "(batch size 1): SystemExit(4): the model's code asked to exit"),
+    (
+        (f"{MODELS}:silences_stderr", "--input", "4"),
+        "silences_stderr raised ValueError: after setting sys.stderr aside",
+    ),
+    ((f"{MODELS}:exits_in_layer_table", "--input", "8", "--layers"), "(batch size 1): SystemExit(3): the model's"),
 ]
+INTERRUPTED = (f"{MODELS}:interrupts", "--input", "4")
 
 
 @pytest.fixture(scope="module")
 def ran() -> dict[str, dict[str, Any]]:
     """Each of ``RUNS`` and ``BAD`` run through ``gputop``'s ``main``, by name (a bad one by its message)."""
-    names = [*RUNS, *(message for _, message in BAD)]
-    argvs = [["estimate", *args] for args in [*RUNS.values(), *(args for args, _ in BAD)]]
+    names = [*RUNS, *(message for _, message in BAD), "interrupted"]
+    argvs = [["estimate", *args] for args in [*RUNS.values(), *(args for args, _ in BAD), INTERRUPTED]]
     return dict(zip(names, in_torch("commands", json.dumps(argvs)), strict=True))
 
 
@@ -111,6 +123,11 @@ def test_json_gives_bytes_as_integers_and_the_largest_batch_found_by_search(ran)
     assert doc["search_estimates"] > 2
 
 
+def test_the_parts_live_at_the_peak_add_up_to_the_peak(ran):
+    for batch in document(ran, "training")["batches"]:
+        assert sum(batch["at_peak"].values()) == batch["peak_allocated_bytes"]
+
+
 def test_inference_counts_no_gradients_or_optimizer_and_needs_less_than_training(ran):
     training, inference = document(ran, "training")["batches"][0], document(ran, "inference")["batches"][0]
     assert inference["held"]["gradients"] == inference["held"]["optimizer"] == 0
@@ -142,6 +159,29 @@ def test_gpu_without_a_driver_is_one_line(tmp_path):
 @pytest.mark.parametrize("message", [message for _, message in BAD])
 def test_bad_input_is_one_line_and_exit_status_2(ran, message):
     assert message in one_line_error(ran[message]["status"], ran[message]["stderr"])
+
+
+def test_an_exit_in_the_layer_tables_forward_pass_is_named_as_there(ran):
+    line = one_line_error(
+        ran["(batch size 1): SystemExit(3): the model's"]["status"],
+        ran["(batch size 1): SystemExit(3): the model's"]["stderr"],
+    )
+    assert line.startswith("gputop: error: the layer table's forward pass failed at ")
+
+
+def test_a_keyboard_interrupt_from_the_model_says_so_and_exits_130(ran):
+    assert (ran["interrupted"]["status"], ran["interrupted"]["stderr"]) == (
+        130,
+        "gputop: interrupted (KeyboardInterrupt): no estimate\n",
+    )
+
+
+def test_what_the_models_code_prints_goes_to_stderr_and_json_stays_json():
+    result = gputop("tests.estimate.chatty_model:model", "--input", "8", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["model"] == "tests.estimate.chatty_model:model"
+    for said in ("imported", "building", "written to fd 1", "forward", "at exit"):
+        assert f"chatty: {said}\n" in result.stderr
 
 
 def test_without_torch_the_command_says_how_to_install_it():

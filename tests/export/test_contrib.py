@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop.export import DEFAULT_LISTEN
 from tests.export.dashboard import dashboard, metric_names, queries
 from tests.export.scrape import names, parse
 from tests.export.test_metrics import exposition, snapshot
@@ -43,7 +44,7 @@ def service() -> configparser.SectionProxy:
 def test_systemd_unit_binds_to_loopback_and_runs_unprivileged():
     unit = service()
 
-    assert " export --listen 127.0.0.1:" in unit["ExecStart"]
+    assert f" export --listen {DEFAULT_LISTEN} " in unit["ExecStart"]
     assert unit["DynamicUser"] == "yes"
     assert unit["NoNewPrivileges"] == "yes"
     assert unit["ProtectSystem"] == "strict"

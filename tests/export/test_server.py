@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import psutil
 import pytest
 
-from gputop.export.server import DEFAULT_LISTEN, parse_listen
+from gputop.export import DEFAULT_LISTEN, DEFAULT_PORT, server
+from gputop.export.server import parse_listen
 from tests.export.scrape import value
 from tests.machines import GIB, training_box
 
@@ -45,8 +49,32 @@ def test_bad_listen_values_are_refused_with_the_reason(text, words):
         parse_listen(text)
 
 
+@pytest.mark.fast
 def test_default_address_is_loopback_only():
-    assert parse_listen(DEFAULT_LISTEN) == ("127.0.0.1", 9400)
+    assert parse_listen(DEFAULT_LISTEN) == ("127.0.0.1", DEFAULT_PORT)
+
+
+# The default ports of the exporters found on GPU nodes: node_exporter, NVIDIA's dcgm-exporter (every GPU Operator
+# node), and the GPU exporters in Prometheus's list of exporter ports.
+GPU_NODE_EXPORTER_PORTS = {
+    9100: "node_exporter",
+    9400: "dcgm-exporter",
+    9401: "1-Wire exporter / nvidia_exporter",
+    9445: "NVIDIA GPU exporter (mindprince)",
+    9454: "NVIDIA SMI exporter",
+    9788: "T-Rex NVIDIA GPU miner exporter",
+    9835: "nvidia_gpu_exporter (utkuozdemir)",
+    9971: "AMD SMI exporter",
+    9996: "NVML exporter",
+}
+
+
+@pytest.mark.fast
+def test_the_default_port_is_no_gpu_node_exporters_nor_one_training_jobs_take():
+    assert DEFAULT_PORT not in GPU_NODE_EXPORTER_PORTS
+    assert not 10_002 <= DEFAULT_PORT <= 19_999  # Ray's worker ports
+    assert DEFAULT_PORT not in (29_400, 29_500)  # torchrun's rendezvous and master ports
+    assert DEFAULT_PORT < 30_000  # Kubernetes' node ports, then the kernel's ephemeral ports
 
 
 def export(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -74,7 +102,28 @@ def test_a_busy_port_is_one_line_and_exit_1(driver):
         result = export("--listen", f"127.0.0.1:{port}", env=driver.env())
 
     assert result.returncode == 1
-    assert result.stderr == f"gputop: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert result.stderr == (
+        f"gputop: error: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another program serves there: give a free port with --listen HOST:PORT)\n"
+    )
+
+
+def test_by_default_a_busy_port_names_the_option_that_serves_elsewhere(driver):
+    driver.write(training_box(1, []))
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            busy.bind(("127.0.0.1", DEFAULT_PORT))
+        except OSError:
+            pytest.skip(f"port {DEFAULT_PORT} is in use on this machine")
+        busy.listen()
+
+        result = export(env=driver.env())
+
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"gputop: error: cannot listen on {DEFAULT_LISTEN}: ")
+    assert "--listen HOST:PORT" in result.stderr
 
 
 def test_an_unresolvable_host_is_one_line_and_exit_1(driver):
@@ -92,19 +141,26 @@ def test_a_textfile_directory_that_does_not_exist_is_exit_2(tmp_path):
     assert result.stderr == f"gputop: error: --textfile '{tmp_path / 'missing'}' is not a directory\n"
 
 
-def test_by_default_it_listens_on_loopback_port_9400_only(driver, exporter):
+def test_a_textfile_directory_that_cannot_be_written_is_exit_2_before_serving():
+    result = export("--textfile", "/sys")  # no file can be made there, not even by root
+
+    assert result.returncode == 2
+    assert result.stderr == "gputop: error: cannot write --textfile '/sys': Permission denied\n"
+
+
+def test_by_default_it_listens_on_the_default_port_of_loopback_only(driver, exporter):
     with socket.socket() as probe:
         try:
-            probe.bind(("127.0.0.1", 9400))
+            probe.bind(("127.0.0.1", DEFAULT_PORT))
         except OSError:
-            pytest.skip("port 9400 is in use on this machine")
+            pytest.skip(f"port {DEFAULT_PORT} is in use on this machine")
     driver.write(training_box(1, []))
 
     running = exporter()
 
-    assert running.url == "http://127.0.0.1:9400/metrics"
+    assert running.url == f"http://{DEFAULT_LISTEN}/metrics"
     listening = [c.laddr for c in psutil.Process(running.proc.pid).net_connections() if c.status == psutil.CONN_LISTEN]
-    assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", 9400)]
+    assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", DEFAULT_PORT)]
 
 
 def test_serves_the_state_file_values_and_stops_cleanly_on_sigterm(driver, exporter):
@@ -117,3 +173,27 @@ def test_serves_the_state_file_values_and_stops_cleanly_on_sigterm(driver, expor
     assert value(samples, "gputop_last_sample_age_seconds") < 5
     code, err = running.stop()
     assert (code, err) == (0, "")
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.fast
+async def test_connections_closed_for_room_are_told_once_then_counted_once_a_window(monkeypatch):
+    monkeypatch.setattr(server, "EVICTION_NOTE_EVERY_S", 0.01)
+    lines: list[str] = []
+    notes = server._EvictionNotes(lines.append)
+
+    for _ in range(1000):
+        notes.evicted()
+    assert len(lines) == 1 and lines[0].startswith("closed a connection")
+    await until(lambda: len(lines) == 2)
+    assert lines[1] == "closed 999 more connections that had sent no request, to keep at most 128 open"
+    await until(lambda: notes._timer is None)  # a window with none closed ends the counting
+    notes.evicted()
+    assert len(lines) == 3 and lines[2].startswith("closed a connection")
+    notes.close()

@@ -40,6 +40,18 @@ REASONS = {
     "display_clocks_setting": "display_clock_setting",
 }
 REASON_BITS = {name: 1 << i for i, name in enumerate(REASONS.values())}
+ARCHITECTURES = {
+    "Kepler": 2,
+    "Maxwell": 3,
+    "Pascal": 4,
+    "Volta": 5,
+    "Turing": 6,
+    "Ampere": 7,
+    "Ada Lovelace": 8,
+    "Hopper": 9,
+    "Blackwell": 10,
+}
+"""nvidia-smi's product_architecture as nvmlDeviceGetArchitecture answers it (nvml.h's NVML_DEVICE_ARCH_*)."""
 
 # Which NVML calls fail when a value is N/A, keyed by gputop's JSON key. Keys sharing a call (RX and TX, SM and
 # memory clocks) must be N/A together: the fake fails a call, not one of its arguments.
@@ -353,6 +365,7 @@ def _fake_gpu(gpu: CapturedGpu) -> FakeGpu:
         pcie_link_gen_max=num("pcie_link_gen_max"),
         pcie_link_width_max=num("pcie_link_width_max"),
         gpm_supported=gpu.architecture in ("Hopper", "Blackwell"),
+        architecture=ARCHITECTURES.get(gpu.architecture or "", 0xFFFFFFFF),
         mig_supported=v["mig_mode"] is not None,
         mig_mode=v["mig_mode"] == "enabled",
         mig=[_fake_mig(d, v["uuid"]) for d in v["mig"]],

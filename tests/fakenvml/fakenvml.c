@@ -102,6 +102,7 @@
     X(nvmlDeviceGetFanSpeed)                                                                     \
     X(nvmlDeviceGetPerformanceState)                                                             \
     X(nvmlDeviceGetPersistenceMode)                                                              \
+    X(nvmlDeviceGetArchitecture)                                                                 \
     X(nvmlDeviceGetClockInfo)                                                                    \
     X(nvmlDeviceGetMaxClockInfo)                                                                 \
     X(nvmlDeviceGetPcieThroughput)                                                               \
@@ -278,6 +279,7 @@ typedef struct {
     unsigned long long clocks_event_reasons;
     unsigned long long ecc_uncorrected_volatile;
     unsigned int gpm_supported;
+    unsigned int architecture; /* nvmlDeviceArchitecture_t: NVML_DEVICE_ARCH_HOPPER (9) by default */
     double gpm_sm_util;
     double gpm_sm_occupancy;
     double gpm_dram_bw_util;
@@ -352,6 +354,7 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(clocks_event_reasons, T_ULL),
     GPU_FIELD(ecc_uncorrected_volatile, T_ULL),
     GPU_FIELD(gpm_supported, T_UINT),
+    GPU_FIELD(architecture, T_UINT),
     GPU_FIELD(gpm_sm_util, T_DOUBLE),
     GPU_FIELD(gpm_sm_occupancy, T_DOUBLE),
     GPU_FIELD(gpm_dram_bw_util, T_DOUBLE),
@@ -435,6 +438,7 @@ static void gpu_defaults(gpu_t *g)
     g->clock_sm_max_mhz = 1980;
     g->clock_mem_max_mhz = 2619;
     g->gpm_supported = 1;
+    g->architecture = NVML_DEVICE_ARCH_HOPPER;
     g->ecc_mode = 1;
     g->pcie_link_gen = 5;
     g->pcie_link_width = 16;
@@ -1427,6 +1431,23 @@ EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnable
     }
     RETURN(rc);
 }
+
+#if FAKENVML_PROFILE >= 470 /* came with R450 */
+EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch)
+{
+    ENTER(nvmlDeviceGetArchitecture);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetArchitecture, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (arch == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *arch = g->architecture;
+        }
+    }
+    RETURN(rc);
+}
+#endif
 
 static nvmlReturn_t clock_info(fn_id f, nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock, int max)
 {

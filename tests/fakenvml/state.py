@@ -165,6 +165,7 @@ class FakeGpu:
     gpm_nvlink_tx_mib: float = 0.0
     gpm_nvlink_rx_mib: float = 0.0
     mig: list[FakeMigInstance] = field(default_factory=list)
+    architecture: int = 9  # nvmlDeviceGetArchitecture (R450+): 6 Turing, 7 Ampere, 8 Ada, 9 Hopper, 10 Blackwell
 
 
 @dataclass

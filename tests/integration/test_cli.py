@@ -8,12 +8,15 @@ import shutil
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from gputop import __version__
 from tests.conftest import FakeDriver
+from tests.factories import wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100, training_box
+from tests.ui.conftest import TRAINING_JOB
 
 GPU_KEYS = {
     "index",
@@ -120,6 +123,23 @@ def test_once_prints_a_table_of_gpus_then_processes(driver, spawn):
     assert "sw_power_cap" in out
     assert out.index("H100") < out.index(str(proc.pid))
     assert "6.00GiB" in out
+
+
+def test_once_and_json_list_a_training_job_and_say_how_to_get_its_numbers(driver, spawn):
+    job = spawn(TRAINING_JOB)  # a parent with two DataLoader-like workers: training evidence, no probe
+    wait_until(lambda: len([c for c in psutil.Process(job.pid).children() if c.name() == "pt_data_worker"]) == 2)
+    driver.write(training_box(1, [job.pid]))
+
+    text = gputop("--once", env=driver.env())
+    doc = json.loads(gputop("--json", env=driver.env()).stdout)
+
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    title = next(i for i, line in enumerate(lines) if line.startswith("Job ") and "single · 1 rank" in line)
+    assert lines[title + 2].split()[:3] == ["?", str(job.pid), "0"]
+    assert "No probe report from this job" in text.stdout
+    [listed] = doc["jobs"]
+    assert (listed["kind"], listed["ranks"]) == ("single", [{"pid": job.pid, "rank": None, "local_rank": None}])
 
 
 def test_lost_gpu_shows_in_json_with_its_reason(driver):

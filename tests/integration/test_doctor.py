@@ -77,6 +77,7 @@ def test_healthy_box_json(tmp_path: Path) -> None:
         "fields",
         "probe_dir",
         "torch",
+        "installation",
     ]
     driver = checks["driver"]["facts"]
     assert (driver["driver_version"], driver["branch"], driver["nvml_version"]) == ("550.90.07", "R550", "12.550.90.07")
@@ -87,8 +88,10 @@ def test_healthy_box_json(tmp_path: Path) -> None:
     assert checks["fields"]["facts"]["unreadable"] == [
         {"owner": "gpu", "field": "fan_percent", "reason": "unsupported", "where": [0, 1]}
     ]
-    for id in ("driver", "gpus", "persistence", "processes", "gpm", "fields", "probe_dir"):
+    for id in ("driver", "gpus", "persistence", "processes", "gpm", "probe_dir", "installation"):
         assert checks[id]["verdict"] == "ok", checks[id]
+    assert (checks["fields"]["verdict"], checks["fields"]["info"]) == ("info", ["fan_percent: unsupported on GPU 0–1"])
+    assert checks["fields"]["advice"] == []
 
 
 def test_persistence_off_is_a_limit_with_its_fix(tmp_path: Path) -> None:
@@ -202,8 +205,7 @@ def test_fan_and_power_not_supported_collapse_per_field(tmp_path: Path) -> None:
     done = doctor(state_driver(tmp_path, state).env(), tmp_path)
 
     assert done.returncode == 0
-    assert "fan_percent: unsupported on GPU 0–2" in done.stdout
-    assert "power_w: unsupported on GPU 0–2" in done.stdout
+    assert "info: fan_percent, power_w: unsupported on GPU 0–2" in done.stdout
     assert "temperature_c: no permission on GPU 2" in done.stdout
     assert "[limited] Unreadable values (N/A) in a snapshot: 1 field N/A for a reason that can be fixed" in done.stdout
     assert "fix: run gputop as root" in done.stdout
@@ -228,3 +230,58 @@ def test_a_mig_box_lists_each_gpus_instances_by_profile(tmp_path: Path) -> None:
     assert mig["verdict"] == "ok"
     assert "GPU 0: MIG on, 3 instances: 3g.40gb, 2g.20gb, 1g.10gb" in mig["details"]
     assert mig["facts"]["0"]["profiles"] == ["3g.40gb", "2g.20gb", "1g.10gb"]
+
+
+def test_another_projects_gputop_in_the_same_environment_is_named_with_the_way_out(tmp_path: Path) -> None:
+    # What pip leaves of the other project's wheel: its metadata beside the packages it installed.
+    site = tmp_path / "site"
+    (site / "gputop-0.2.1.dist-info").mkdir(parents=True)
+    (site / "gputop-0.2.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: gputop\nVersion: 0.2.1\n")
+    env = state_driver(tmp_path, training_box(1, [])).env()
+
+    alone = by_id(doctor_json(env, tmp_path)[1])["installation"]
+    status, doc = doctor_json({**env, "PYTHONPATH": str(site)}, tmp_path)
+
+    assert alone["verdict"] == "ok" and alone["facts"]["other_gputop"] is None
+    check = by_id(doc)["installation"]
+    assert status == 0 and check["verdict"] == "limited"
+    assert check["facts"]["other_gputop"] == "0.2.1" and check["facts"]["other_location"] == str(site)
+    assert "another project's gputop 0.2.1 is installed beside" in check["summary"]
+    assert "pipx install gputop-ml" in check["advice"][0]
+
+
+def test_a_mig_gpu_whose_own_list_is_roots_is_listed_through_its_instances_as_the_dashboard_lists_it(
+    tmp_path: Path,
+) -> None:
+    state = mig_box(privileged=False, mig_unprivileged_processes="NO_PERMISSION")
+    status, doc = doctor_json(state_driver(tmp_path, state).env(), tmp_path)
+
+    check = by_id(doc)["processes"]
+    assert (status, check["verdict"], check["advice"]) == (0, "ok", [])
+    assert check["facts"]["per_gpu"]["0"] == 3 and check["facts"]["per_instance"] == [0]
+    assert "GPU 0 in MIG mode: its instances' own lists answer" in check["details"][1]
+
+
+def test_a_mig_gpu_that_refuses_every_list_is_a_limit_as_the_dashboard_says(tmp_path: Path) -> None:
+    state = mig_box(privileged=False, mig_unprivileged_processes="NO_PERMISSION")
+    state.gpus[0].errors["nvmlDeviceGetComputeRunningProcesses"] = "NO_PERMISSION"
+    status, doc = doctor_json(state_driver(tmp_path, state).env(), tmp_path)
+
+    check = by_id(doc)["processes"]
+    assert (status, check["verdict"]) == (0, "limited")
+    assert check["summary"] == "no permission to list the processes on GPU 0"
+    assert "run gputop as root" in check["advice"][0]
+
+
+def test_a_gpu_older_than_hopper_under_a_driver_without_gpm_has_no_gpm_as_information(tmp_path: Path) -> None:
+    state = training_box(1, [])
+    state.gpus[0].name, state.gpus[0].architecture = "Tesla T4", 6  # Turing: no driver gives it GPM
+    status, doc = doctor_json(state_driver(tmp_path, state, "r515").env(), tmp_path)
+
+    checks = by_id(doc)
+    assert status == 0
+    assert (checks["gpm"]["verdict"], checks["gpm"]["advice"]) == ("info", [])
+    assert checks["gpm"]["summary"] == "GPU 0 has no GPM (Tesla T4: GPM needs Hopper or newer)"
+    fields = {(u["field"], u["reason"]) for u in checks["fields"]["facts"]["unreadable"]}
+    assert ("sm_activity_percent", "unsupported") in fields
+    assert checks["fields"]["verdict"] == "info"

@@ -36,7 +36,7 @@ def test_doctor_checks_every_captured_machine_and_explains_each_na(
     assert "Traceback" not in stderr
     checks = {c["id"]: c for c in report["checks"]}
     assert set(checks) >= CHECKS
-    assert all(c["verdict"] in ("ok", "limited", "skipped") for c in checks.values())
+    assert all(c["verdict"] in ("ok", "info", "limited", "skipped") for c in checks.values())
     capture = read_capture(path)
     assert report["checks"][0]["facts"]["gpu_count"] == len(capture.gpus)
     unreadable = {(u["field"], u["reason"]) for u in checks["fields"]["facts"]["unreadable"]}
@@ -44,3 +44,16 @@ def test_doctor_checks_every_captured_machine_and_explains_each_na(
         for field in MEASURED:
             if field in gpu.values and gpu.values[field] is None:  # N/A in the capture
                 assert any(name == field for name, _ in unreadable), (field, unreadable)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_every_limit_on_a_captured_machine_has_a_fix_and_what_cannot_be_changed_has_none(
+    path: Path, tmp_path: Path, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    _, report, _ = doctor(path, tmp_path, sleepers)
+
+    for check in report["checks"]:
+        if check["verdict"] == "limited":
+            assert check["advice"], check
+        if check["verdict"] == "info":
+            assert check["advice"] == [] and check["info"], check

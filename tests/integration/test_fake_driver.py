@@ -461,8 +461,9 @@ MIG_COMMON = (
     "nvmlDeviceGetAttributes_v2",
 )
 """MIG came with R450: every profile from r470 has it."""
+R450_ADDITIONS = ("nvmlDeviceGetArchitecture",)
 R535_MIG_ADDITIONS = ("nvmlGpmMigSampleGet",)
-_R470 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + MIG_COMMON)
+_R470 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + MIG_COMMON + R450_ADDITIONS)
 _R550 = _R470 | set(R535_ADDITIONS + R535_MIG_ADDITIONS + R550_ADDITIONS)
 EXPECTED_SYMBOLS = {
     "r430": set(COMMON + HOOKS + ECC_MODE_AND_LINK) - set(V2_PROCESSES),

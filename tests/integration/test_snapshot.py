@@ -102,6 +102,36 @@ def test_pids_hidden_by_a_pid_namespace_are_marked_with_the_remedy(fake_driver, 
     assert any("--pid=host" in notice for notice in snap.notices)
 
 
+def test_in_a_pid_namespace_of_its_own_nvml_pids_are_never_joined_with_the_local_process_of_that_number(
+    fake_driver, spawn, maker
+):
+    local = spawn(TREE)  # a real process here, with children, whose PID NVML reports for a process of the host
+    wait_until(lambda: len(psutil.Process(local.pid).children()) == 2)
+    fake_driver(training_box(1, [local.pid]))
+
+    snap = maker(host=HostCollector(nested_pid_namespace=True)).one_shot()
+
+    [row] = snap.processes
+    assert not row.visible
+    assert (row.host.user, row.host.command, row.host.start_time, row.host.ppid) == (None, None, None, None)
+    assert row.host.unavailable["command"] == NOT_VISIBLE
+    assert snap.host_process(local.pid) is row.host  # no other record of that PID, e.g. for the tree or the jobs
+    children = {c.pid for c in psutil.Process(local.pid).children()}
+    assert children.isdisjoint(h.pid for h in snap.host_processes)  # nor its family
+    assert snap.training == ()
+    assert any("--pid=host" in notice for notice in snap.notices)
+
+
+def test_in_a_pid_namespace_of_its_own_the_focus_is_still_a_local_process(fake_driver, spawn, maker):
+    local = spawn()
+    fake_driver(training_box(1, [4_000_000]))
+
+    snap = maker(focus_pid=local.pid, host=HostCollector(nested_pid_namespace=True)).one_shot()
+
+    assert snap.host_process(local.pid).command == " ".join(psutil.Process(local.pid).cmdline())
+    assert not snap.processes[0].visible
+
+
 def test_host_processes_include_the_children_of_gpu_processes(fake_driver, spawn, maker):
     parent = spawn(TREE)
     children = wait_until(

@@ -5,6 +5,7 @@ hosts view shows them as one job of two ranks on two hosts."""
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import signal
 import socket
@@ -87,6 +88,8 @@ async def test_a_job_on_two_nodes_is_one_job_of_two_ranks_in_the_hosts_view(ssh_
             assert [(r.rank, r.host) for r in job.ranks] == [(0, "node-a"), (1, "node-b")]
             assert [r.pid for r in job.ranks] == [rank_of(launcher) for launcher in two_node_job]
             (line,) = [line.plain for line in jobs.text_lines(150)]
-            assert line.startswith(f"JOB {job.id}  torchrun  2 ranks on node-a (1), node-b (1)")
+            assert line.startswith(
+                f"JOB {job.id}  torchrun  user {getpass.getuser()}  2 ranks on node-a (1), node-b (1)"
+            )
     finally:
         fleet.stop()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.launch import probe_env
+from gputop.run.launch import probe_env
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeState, write_state
 from tests.scenarios.gpu import SPEC_ENV, state_for

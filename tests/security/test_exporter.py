@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import select
 import shutil
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.export.server import MAX_CONNECTIONS
+from gputop.export.server import EVICTION_NOTE_EVERY_S, MAX_CONNECTIONS
 from tests.conftest import FakeDriver
 from tests.export.conftest import START_TIMEOUT_S, Exporter, start_exporter
 from tests.export.scrape import parse, value
@@ -114,6 +115,44 @@ def test_idle_connections_beyond_the_limit_do_not_lock_scrapers_out(running):
     finally:
         for conn in idle:
             conn.close()
+
+
+def test_closing_idle_connections_over_the_limit_is_a_line_a_minute_not_a_traceback_each(running):
+    port = port_of(running)
+    over = 4 * MAX_CONNECTIONS
+    started = time.monotonic()
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(MAX_CONNECTIONS + over)]
+    try:
+        # Accepted in order: once this scrape is answered, every idle one before it has been accepted.
+        running.scrape()
+        wait_until(lambda: sum(closed_by_peer(conn) for conn in idle) >= over, timeout_s=CLOSE_WAIT_S, every_s=0.2)
+    finally:
+        for conn in idle:
+            conn.close()
+    code, err = running.stop()
+    minutes = (time.monotonic() - started) // EVICTION_NOTE_EVERY_S
+
+    assert code == 0
+    assert "Traceback" not in err and "CancelledError" not in err
+    # The first closing at once; the others counted, told once a minute and when the exporter stops.
+    first, *rest = err.splitlines()
+    assert first.startswith("gputop: closed a connection that had sent no request, to keep at most 128 open")
+    assert 1 <= len(rest) <= 1 + minutes, err[:2000]
+    more = r"gputop: closed \d+ more connections that had sent no request, to keep at most 128 open"
+    assert all(re.fullmatch(more, line) for line in rest), rest
+
+
+def test_stopping_with_idle_connections_open_says_nothing(running):
+    # One fewer than the limit: the scrape makes room for itself without closing any.
+    idle = [socket.create_connection(("127.0.0.1", port_of(running)), timeout=5) for _ in range(MAX_CONNECTIONS - 1)]
+    try:
+        running.scrape()
+        code, err = running.stop()
+    finally:
+        for conn in idle:
+            conn.close()
+
+    assert (code, err) == (0, "")
 
 
 def test_a_request_trickled_byte_by_byte_is_dropped(running):

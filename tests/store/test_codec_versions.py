@@ -277,8 +277,9 @@ def test_a_format_1_process_the_namespace_cannot_see_keeps_none_with_its_reasons
 
 def older_keys(document: dict[str, Any]) -> dict[str, Any]:
     """The document less the keys schema 1 gained after format 1, after checking they hold nothing: the GPU keys
-    read on the slow cadence and each process's container (each null, its reason ``not recorded``) and the MIG
-    keys. Every key the older gputop wrote must be there unchanged."""
+    read on the slow cadence and each process's container (each null, its reason ``not recorded``), the MIG
+    keys and the jobs. Every key the older gputop wrote must be there unchanged."""
+    assert document.pop("jobs") == []
     for gpu in document["gpus"]:
         for key in ADDED_LATER[Gpu]:
             assert gpu.pop(key) is None

@@ -63,16 +63,22 @@ def test_record_for_a_duration_writes_every_snapshot_and_exits_0(driver, spawn, 
     assert f"recorded {len(snaps)} snapshots" in err
 
 
-def test_sigterm_commits_what_is_pending_and_exits_0(driver, tmp_path):
+def record_until_sigterm(driver: FakeDriver, path, interval_s: float) -> tuple[int, str]:
+    """``gputop record`` every ``interval_s``, sent SIGTERM once its first snapshot is committed: exit code, stderr."""
     driver.write(training_box(1, []))
-    path = tmp_path / "run.gputop"
-    run = gputop("record", "-o", str(path), "-d", "0.1", env=driver.env())
+    run = gputop("record", "-o", str(path), "-d", str(interval_s), env=driver.env())
     wait_until(lambda: committed(path) > 0, timeout_s=15)
-
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=15)
+    return run.returncode, err
 
-    assert run.returncode == 0, err
+
+def test_sigterm_commits_what_is_pending_and_exits_0(driver, tmp_path):
+    path = tmp_path / "run.gputop"
+
+    code, err = record_until_sigterm(driver, path, 0.1)
+
+    assert code == 0, err
     with open_recording(path) as recording:
         snaps = list(recording)
     assert f"recorded {len(snaps)} snapshots" in err
@@ -120,3 +126,12 @@ def test_bad_input_is_one_line_and_exit_2(args, message, driver, tmp_path):
     assert out == ""
     assert err.count("\n") == 1 and err.startswith("gputop: error:") and message in err
     assert (tmp_path / "exists").read_text() == "x"
+
+
+def test_a_recording_of_one_snapshot_says_1_snapshot(driver, tmp_path):
+    path = tmp_path / "one.gputop"
+
+    code, err = record_until_sigterm(driver, path, 60)
+
+    assert code == 0, err
+    assert f"recorded 1 snapshot to {path}" in err

@@ -10,12 +10,13 @@ import json
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.report import recording_document, report_recording
+from gputop.advisor.report import recording_document, render_recording_report, report_recording
 from gputop.advisor.timeline import advise
 from gputop.store import SCHEMA_VERSION, Recorder
 from tests.ui import scenes, training_scenes
@@ -215,3 +216,37 @@ def test_bad_arguments_for_a_recording_are_one_line_and_exit_2(recording, args, 
 
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and says in done.stderr
+
+
+def test_a_recording_of_one_snapshot_is_reported_as_1_snapshot(tmp_path):
+    path = record(tmp_path / "one.gputop", [training_scenes.starved_job(T0)])
+
+    text = render_recording_report(report_recording(str(path), None, AdvisorConfig()))
+
+    assert f"{path}: 1 snapshot on gpu-node-07, " in text
+
+
+def test_a_recorded_process_without_training_evidence_is_reported_as_not_a_training_process(tmp_path):
+    def holder(t: float):
+        snap = training_scenes.fed_job(t)
+        return replace(snap, training=tuple(replace(v, evidence=()) for v in snap.training))
+
+    path = record(tmp_path / "holder.gputop", [holder(T0 + i) for i in range(30)])
+
+    text = gputop("report", str(path)).stdout.splitlines()
+    document = json.loads(gputop("report", str(path), "--json").stdout)
+
+    assert text[3] == (
+        f"Not a training process: PID {training_scenes.JOB_PID} showed no training evidence in 30 snapshots, so "
+        "only the GPU rules judged it."
+    )
+    assert text[-1] == "No findings from the GPU rules: nothing held long enough to report."
+    process = document["process"]
+    assert (process["trains"], process["seen"], process["missing_evidence"][0]) == (False, 30, "probe report")
+    assert process["gpus"][0]["memory_bytes"] > 0
+
+
+def test_a_pid_that_is_in_no_snapshot_is_reported_as_such(recording):
+    done = gputop("report", str(recording), "--pid", "999999")
+
+    assert "PID 999999 is in none of the 260 snapshots: there is nothing to judge." in done.stdout.splitlines()

@@ -18,8 +18,8 @@ import pytest
 
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
-from gputop.launch import probe_env
 from gputop.model import Snapshot, TrainingView
+from gputop.run.launch import probe_env
 from tests.factories import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"

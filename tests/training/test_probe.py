@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.launch import probe_env
 from gputop.probe import channel
 from gputop.probe.loader import LoaderTrack, window_stats
+from gputop.run.launch import probe_env
 from tests.training.conftest import SCRIPTS
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -181,6 +181,42 @@ def test_a_process_without_dataloaders_writes_nothing(probe_dir):
     assert job.returncode == 0, job.stderr
     assert report is None
     assert os.listdir(probe_dir) == []
+
+
+NO_LOADER_JOB = """\
+import torch
+model = torch.nn.Linear(16, 8)
+optimizer = torch.optim.Adam(model.parameters())
+for _ in range(3):
+    model(torch.randn(4, 16)).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_a_loop_without_a_dataloader_reports_once_an_optimizer_steps(probe_dir):
+    job, report = run_job(probe_dir, code=NO_LOADER_JOB)
+
+    assert job.returncode == 0, job.stderr
+    assert report is not None, "a job that steps an optimizer is a training job, DataLoader or not"
+    assert report["failures"] == 0, report["last_failure"]
+    assert report["loaders"] == []
+    (cpu,) = report["tensors"]["devices"]
+    assert cpu["parameters"] == 16 * 8 + 8
+    assert cpu["optimizer_bytes"] == 2 * (16 * 8 + 8) * 4 + 2 * 4  # two moments and a float32 step per tensor
+    assert report["cuda_reason"] == "CUDA not initialised in this process"
+
+
+def test_the_optimizer_hook_is_registered_once_when_the_job_installs_the_probe_too(probe_dir):
+    code = NO_LOADER_JOB + (
+        "import gputop.probe, torch.optim.optimizer as o\n"
+        "gputop.probe.install()\n"
+        "print(len(o._global_optimizer_post_hooks))\n"
+    )
+    job, report = run_job(probe_dir, code=code)
+
+    assert job.returncode == 0, job.stderr
+    assert job.stdout.split() == ["1"]
+    assert report["tensors"]["devices"][0]["parameters"] == 16 * 8 + 8
 
 
 def test_the_probe_imports_and_installs_where_torch_is_absent():

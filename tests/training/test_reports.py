@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
 
 from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
-from gputop.model import PROBE_FOREIGN, PROBE_MALFORMED, PROBE_NONE, PROBE_OK, PROBE_STALE, ProbeReport
+from gputop.model import (
+    PROBE_AWAITED,
+    PROBE_FOREIGN,
+    PROBE_MALFORMED,
+    PROBE_NONE,
+    PROBE_OK,
+    PROBE_STALE,
+    ProbeReport,
+)
+from gputop.run.launch import probe_env
 from tests.fakenvml.state import FakeGpu, FakeProcess, FakeState
 from tests.training.conftest import report_for
 
@@ -69,6 +80,32 @@ def test_times_that_count_up_are_carried_to_the_moment_of_reading(job, probe_dir
 
 def test_no_report_is_none_without_a_reason(job, probe_dir, monitor):
     assert probe_of(job, probe_dir, monitor) == ProbeReport(PROBE_NONE)
+
+
+def started_by_gputop_run(sleepers, directory) -> subprocess.Popen:
+    """A Python process started as ``gputop run`` starts its command (the probe on), that makes no DataLoader."""
+    env = probe_env(dict(os.environ), str(directory), "test")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+    sleepers.append(proc)
+    return proc
+
+
+def test_a_process_gputop_run_started_awaits_the_probes_first_report(sleepers, probe_dir, monitor):
+    job = started_by_gputop_run(sleepers, probe_dir)
+
+    assert probe_of(job, probe_dir, monitor) == ProbeReport(PROBE_NONE, reason=PROBE_AWAITED)
+
+
+def test_a_process_gputop_run_started_with_another_report_directory_says_where_its_reports_go(
+    sleepers, probe_dir, monitor, tmp_path
+):
+    job = started_by_gputop_run(sleepers, tmp_path / "elsewhere")
+
+    probe = probe_of(job, probe_dir, monitor)
+
+    assert probe.status == PROBE_NONE
+    assert f"reporting to {tmp_path / 'elsewhere'}, not here" in (probe.reason or "")
+    assert f"GPUTOP_PROBE_DIR={tmp_path / 'elsewhere'} gputop" in (probe.reason or "")
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,28 @@ def test_a_missing_command_is_127(probe_dir):
     assert err == "gputop: cannot run no-such-command-here: No such file or directory\n"
 
 
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        (".", "Is a directory"),
+        ("missing/report.json", "No such file or directory"),
+        ("a-file/report.json", "Not a directory"),
+    ],
+)
+def test_a_report_json_that_cannot_be_written_is_refused_before_the_job_starts(probe_dir, tmp_path, where, reason):
+    (tmp_path / "a-file").write_text("")
+    marker = tmp_path / "ran"
+    path = tmp_path / where
+
+    code, _, err = finish(
+        gputop_run("--headless", "--report-json", str(path), "--", "touch", str(marker), probe_dir=probe_dir)
+    )
+
+    assert code == 2
+    assert err == f"gputop: error: cannot write --report-json {path}: {reason}\n"
+    assert not marker.exists(), "the job did not start"
+
+
 @pytest.mark.parametrize(("signo", "name"), [(signal.SIGTERM, "TERM"), (signal.SIGINT, "INT")])
 def test_a_signal_sent_to_gputop_is_forwarded_once(probe_dir, signo, name):
     proc = gputop_run("--headless", "--", *PYTHON, str(SCRIPTS / "count_signals.py"), probe_dir=probe_dir)
@@ -148,7 +170,7 @@ def test_headless_prints_a_periodic_status_line(probe_dir):
     code, _, _ = finish(proc)
     assert code == 42  # the job's own answer to the forwarded SIGTERM
     assert "batch 4" in line
-    assert "1 workers (fork)" in line
+    assert "1 worker (fork)" in line
     assert "pin_memory off" in line
 
 
@@ -189,7 +211,7 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
 
     assert code == 0, err
     pid = last_json(out)["pid"]
-    keys = ["advisor_config", "close", "interval_s", "on_snapshot", "pid", "readonly"]
+    keys = ["advisor_config", "close", "interval_s", "job_end", "notice", "on_snapshot", "pid", "readonly"]
     assert f"dashboard [('interval_s', 1.0), ('pid', {pid}), ('readonly', False)] {keys}" in err
     assert "job output" not in out.splitlines()[:-1]
     log = next(line for line in err.splitlines() if "job output was written to" in line).rsplit(" ", 1)[1]

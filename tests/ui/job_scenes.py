@@ -11,6 +11,7 @@ from gputop.jobs import find_jobs
 from gputop.model import (
     COMPUTE,
     EVIDENCE_PROBE,
+    EVIDENCE_RANK,
     EVIDENCE_WORKERS,
     INFO,
     PIN_ON,
@@ -111,6 +112,18 @@ def torchrun_job(t: float = scenes.T0) -> Snapshot:
         memory = (31 if rank == STRAGGLER else 30) * scenes.GIB + rank * (1 << 28)
         processes.append(GpuProcess(view.pid, rank, COMPUTE, memory, 70.0, 30.0, host=host))
     return Snapshot(t, scenes.host(t), scenes.DRIVER, gpus, tuple(processes), tuple(hosts), training=(agent, *views))
+
+
+def unprobed_job(t: float = scenes.T0) -> Snapshot:
+    """The same job started without the probe: its ranks and workers seen from outside, no report from any."""
+    snap = torchrun_job(t)
+    training = tuple(
+        v
+        if v.role == ROLE_TORCHRUN_AGENT
+        else replace(v, probe=ProbeReport(), evidence=(EVIDENCE_WORKERS, EVIDENCE_RANK))
+        for v in snap.training
+    )
+    return replace(snap, training=training)
 
 
 JOB_ID = find_jobs(torchrun_job())[0].id

@@ -8,7 +8,9 @@ from dataclasses import replace
 from gputop.model import (
     COMPUTE,
     MIG_ENABLED,
+    NO_PERMISSION,
     NOT_IN_MIG_MODE,
+    UNSUPPORTED,
     Gpu,
     GpuProcess,
     HostProcess,
@@ -93,3 +95,47 @@ def mig_node(t: float = T0) -> Snapshot:
     processes = on_mig + rank
     hosts = host_processes(processes)
     return Snapshot(t, host(t), DRIVER, (mig_gpu(t), gpu(1, t)), processes, hosts)
+
+
+AMPERE_MEMORY_REFUSED = frozen_reasons(
+    {
+        **NO_UTILIZATION,
+        **{name: NO_PERMISSION for name in ("memory_total_bytes", "memory_used_bytes", "memory_free_bytes")},
+    }
+)
+NO_GPM = frozen_reasons({"sm_activity_percent": UNSUPPORTED, "tensor_activity_percent": UNSUPPORTED})
+AMPERE_PIDS = (7001, 7002)
+
+
+def ampere_gpu(t: float) -> Gpu:
+    """An A100 in MIG mode as a user who is not root sees it: NVML refuses the whole GPU's memory (each instance's
+    is read), and without GPM (Hopper and newer) no instance has SM or tensor activity."""
+    parts = (
+        MigInstance(0, 1, 0, "3g.20gb", "MIG-a100a100-0000-4000-8000-000000000000", 42, 20 * GIB - 256 * MIB,
+                    9 * GIB, unavailable=NO_GPM),
+        MigInstance(2, 2, 0, "3g.20gb", "MIG-a100a100-0000-4000-8000-000000000002", 42, 20 * GIB - 256 * MIB,
+                    1 * GIB, unavailable=NO_GPM),
+    )  # fmt: skip
+    return replace(
+        mig_gpu(t),
+        name="NVIDIA A100-SXM4-40GB",
+        memory_total_bytes=None,
+        memory_used_bytes=None,
+        memory_free_bytes=None,
+        memory_reserved_bytes=None,
+        power_w=212.0,
+        power_limit_w=400.0,
+        unavailable=AMPERE_MEMORY_REFUSED,
+        mig=parts,
+    )
+
+
+def ampere_node(t: float = T0) -> Snapshot:
+    """GPU 0, an A100 in MIG mode seen by bob (not root), a notebook on each instance; GPU 1 whole, training."""
+    on_mig = tuple(
+        GpuProcess(pid, 0, COMPUTE, used, unavailable=NO_SAMPLES, host=_notebook(pid, n), mig_index=slot,
+                   gpu_instance_id=gi, compute_instance_id=0)
+        for n, (pid, slot, gi, used) in enumerate(zip(AMPERE_PIDS, (0, 2), (1, 2), (8 * GIB, 960 * MIB)))
+    )  # fmt: skip
+    processes = on_mig + scenes.gpu_processes(t, [1])
+    return Snapshot(t, host(t), DRIVER, (ampere_gpu(t), gpu(1, t)), processes, host_processes(processes))

@@ -44,6 +44,8 @@ RANK_PIDS = tuple(range(4101, 4109))
 NOTEBOOK_PID = 5120
 XORG_PID = 1830
 EVAL_PID = 6011
+EVAL_COMMAND = "/home/carol/envs/eval/bin/python eval.py --ckpt /ckpt/step-12000 --tp 2"
+"""Run by a virtual environment's interpreter, named by its whole path as such a command line is."""
 CPU_JOB_PID = 7000
 LOST_GPU_INDEX = 3
 LOST_REASON = "GPU is lost (fell off the bus): it needs a reset or a reboot"
@@ -186,7 +188,7 @@ def gpu_processes(t: float, gpus: Iterable[int]) -> tuple[GpuProcess, ...]:
                     visible=True,
                     user="carol",
                     name="python",
-                    command="python eval.py --ckpt /ckpt/step-12000 --tp 2",
+                    command=EVAL_COMMAND,
                     cpu_percent=35.0,
                     rss_bytes=6 * GIB,
                     start_time=T0 - 1200,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from rich.text import Text
 
 from gputop.model import Container, HostProcess, frozen_reasons
 from gputop.ui.process_rows import CONTAINER_COLUMN, ViewOptions, any_container, build_rows, column_for
+from gputop.ui.screens.detail import detail_lines
+from gputop.ui.text.gpu import Palette
 from gputop.ui.text.process_cells import cell_text
 from tests.ui import container_scenes, scenes
 
@@ -60,3 +63,17 @@ def test_the_column_sorts_by_its_words() -> None:
 
 def test_a_cgroup_label_is_its_path() -> None:
     assert Container("cgroup", "/process_api/c387").label == "cgroup /process_api/c387"
+
+
+def test_the_detail_screen_names_a_bare_cgroups_path_once() -> None:
+    snap = scenes.training_node()
+    pid = scenes.XORG_PID
+    hosts = tuple(
+        replace(h, container=Container("cgroup", "/process_api/c387")) if h.pid == pid else h
+        for h in snap.host_processes
+    )
+
+    lines = detail_lines(replace(snap, host_processes=hosts), pid, None, 160, Palette())
+
+    runs_in = next(line.plain for line in lines if isinstance(line, Text) and line.plain.startswith("Runs in"))
+    assert runs_in == "Runs in  cgroup /process_api/c387"

@@ -87,6 +87,16 @@ def test_compact_rows_line_up_across_gpus() -> None:
         assert all(len(line) <= width for line in lines)
 
 
+def test_wide_compact_rows_line_up_whatever_the_memory_figures_are() -> None:
+    idle = replace(GPU, memory_used_bytes=512 * 1024**2)  # 512MiB: a cell shorter than 60.0GiB
+    refused = replace(GPU, memory_used_bytes=None, unavailable=frozen_reasons({"memory_used_bytes": "no permission"}))
+
+    lines = [compact_line(gpu, "", 160, PLAIN).plain for gpu in (GPU, idle, refused)]
+
+    assert len({line.index("BUSY") for line in lines}) == 1
+    assert " 512MiB / 80.0GiB " in lines[1] and "N/A (no permission)" in lines[2]
+
+
 def test_cards_when_they_fit_one_line_each_when_they_do_not() -> None:
     gpus = [scenes.gpu(i, scenes.T0) for i in range(8)]
     assert choose_layout(gpus, 160, 36) == (False, 2)

@@ -9,7 +9,7 @@ import pytest
 
 from gputop.formatting import NA
 from gputop.jobs import Job, JobRank, find_jobs
-from gputop.model import Advice, MainThread, ProbeReport
+from gputop.model import PROBE_AWAITED, PROBE_NONE, Advice, MainThread, ProbeReport
 from gputop.ui.job_target import job_findings, job_target, straggler_pid
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import (
@@ -17,6 +17,7 @@ from gputop.ui.text.job import (
     cell_text,
     job_columns,
     job_title,
+    probe_hint,
     rank_cells,
     rank_row,
     rank_rows,
@@ -24,7 +25,7 @@ from gputop.ui.text.job import (
     table_width,
 )
 from tests.ui import job_scenes
-from tests.ui.job_scenes import ADVICE, RANK_PIDS, STRAGGLER_PID, torchrun_job
+from tests.ui.job_scenes import ADVICE, RANK_PIDS, STRAGGLER_PID, torchrun_job, unprobed_job
 
 pytestmark = pytest.mark.fast
 
@@ -102,9 +103,9 @@ def test_a_single_process_has_no_sync_wait_column() -> None:
     assert "sync_wait" not in keys(job_columns(job, rank_rows(job, SNAP), 159))
 
 
-def test_the_title_names_the_job_its_ranks_and_the_straggler() -> None:
+def test_the_title_names_the_job_its_user_its_ranks_and_the_straggler() -> None:
     title = job_title(JOB, rank_rows(JOB, SNAP, STRAGGLER_PID))
-    assert title == f" Job {JOB.id} · torchrun · 4 ranks · straggler: rank 2 (PID {STRAGGLER_PID}) "
+    assert title == f" Job {JOB.id} of alice · torchrun · 4 ranks · straggler: rank 2 (PID {STRAGGLER_PID}) "
 
 
 def test_the_findings_of_a_job_are_its_own_and_those_about_its_ranks() -> None:
@@ -127,3 +128,37 @@ def test_j_takes_the_selected_processs_job_then_the_focuss_then_the_first_of_sev
 def test_advice_of_another_job_is_left_out() -> None:
     foreign = Advice("straggler", "warning", "t", "d", "a", pid=424242, since=0.0, job="ffff", pids=(424242,))
     assert job_findings((foreign,), JOB) == ()
+
+
+def with_probes(job: Job, probes: dict[int, ProbeReport]) -> Job:
+    """``job`` with the probe report of the ranks named by PID replaced."""
+    ranks = tuple(replace(r, view=replace(r.view, probe=probes[r.pid])) if r.pid in probes else r for r in job.ranks)
+    return replace(job, ranks=ranks)
+
+
+def test_a_job_without_any_probe_report_says_how_to_get_one() -> None:
+    (job,) = find_jobs(unprobed_job())
+
+    hint = probe_hint(job)
+
+    assert hint.startswith("No probe report from this job, so STEPS/S, DATA WAIT and SYNC WAIT read N/A")
+    assert "gputop run" in hint and "gputop.probe.install()" in hint
+
+
+def test_the_ranks_without_a_probe_report_are_named() -> None:
+    hint = probe_hint(with_probes(JOB, {RANK_PIDS[1]: ProbeReport(), RANK_PIDS[3]: ProbeReport()}))
+
+    assert hint.startswith("Ranks 1, 3 send no probe report")
+
+
+def test_ranks_that_await_their_first_report_are_not_told_to_start_the_probe() -> None:
+    awaited = ProbeReport(PROBE_NONE, reason=PROBE_AWAITED)
+
+    hint = probe_hint(with_probes(JOB, {pid: awaited for pid in RANK_PIDS}))
+
+    assert hint.startswith("Awaiting the probe's first report")
+    assert "gputop run" not in hint
+
+
+def test_a_job_whose_ranks_all_report_needs_no_hint() -> None:
+    assert probe_hint(JOB) == ""

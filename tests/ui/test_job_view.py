@@ -15,7 +15,7 @@ from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.widgets.advice_panel import AdvicePanel
 from gputop.ui.widgets.training_panel import TrainingPanel
 from tests.ui import scenes
-from tests.ui.job_scenes import ADVICE, JOB_ID, RANK_PIDS, STRAGGLER_PID, torchrun_job
+from tests.ui.job_scenes import ADVICE, JOB_ID, RANK_PIDS, STRAGGLER_PID, torchrun_job, unprobed_job
 from tests.ui.training_scenes import FixedAdvisor
 
 MakeApp = Callable[..., GputopApp]
@@ -93,6 +93,26 @@ async def test_at_80_columns_the_table_folds_and_keeps_the_waits(make_app: MakeA
         assert "WORKERS CPU" not in titles
         assert sum(column.get_render_width(table) for column in table.ordered_columns) <= 80
         assert rows(table)[2][0] == "2 ◀"
+
+
+async def test_a_job_without_the_probe_says_how_to_get_its_numbers(make_app: MakeApp) -> None:
+    app = make_app([unprobed_job()], job_id=JOB_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, JobScreen)
+        assert rows(screen.query_one(DataTable))[0][3] == "N/A"  # STEPS/S
+        note = screen.query_one("#job-note", Static)
+        assert note.display and note.region.height >= 1
+        assert "No probe report from this job" in str(note.render())
+        assert "gputop run" in str(note.render())
+
+
+async def test_a_job_with_the_probe_has_no_hint(make_app: MakeApp) -> None:
+    app = job_app(make_app, job_id=JOB_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not app.screen.query_one("#job-note", Static).display
 
 
 async def test_without_any_job_j_gives_a_notice_and_stays(make_app: MakeApp) -> None:

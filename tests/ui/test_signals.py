@@ -6,17 +6,21 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import psutil
 import pytest
 
+from gputop.collect.host import HostCollector
+from gputop.collect.sampler import SnapshotMaker
 from gputop.model import COMPUTE, GpuProcess, HostProcess, Snapshot
 from gputop.ui.app import GputopApp
 from gputop.ui.screens.dashboard import DashboardScreen
+from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.signal_dialog import SignalDialog
 from gputop.ui.signals import ProcessHandle
 from gputop.ui.widgets.process_table import ProcessTable
+from tests.machines import training_box
 from tests.ui import scenes
 
 MakeApp = Callable[..., GputopApp]
@@ -165,3 +169,64 @@ def test_a_process_that_is_gone_is_reported(spawn: Spawn) -> None:
     proc.wait()
     assert "already exited" in (handle.send(signal.SIGTERM) or "")
     handle.close()
+
+
+def seen_from_a_pid_namespace_of_its_own() -> Snapshot:
+    """A real snapshot as gputop takes it in a container without --pid=host, where NVML reports host PIDs."""
+    maker = SnapshotMaker(host=HostCollector(nested_pid_namespace=True))
+    try:
+        return maker.one_shot()
+    finally:
+        maker.close()
+
+
+@dataclass
+class HostPidScene:
+    """A dashboard over a GPU process whose host PID names ``local``, an unrelated process of this namespace."""
+
+    app: GputopApp
+    local: subprocess.Popen
+    notices: list[str]
+
+
+@pytest.fixture
+def host_pid_scene(
+    make_app: MakeApp, spawn: Spawn, fake_driver: Callable[..., object], monkeypatch: pytest.MonkeyPatch
+) -> HostPidScene:
+    local = spawn()
+    fake_driver(training_box(1, [local.pid]))
+    app = make_app([seen_from_a_pid_namespace_of_its_own()])
+    notices: list[str] = []
+    monkeypatch.setattr(app, "notify", lambda message, **kw: notices.append(message))
+    return HostPidScene(app, local, notices)
+
+
+async def test_a_host_pid_from_outside_the_pid_namespace_is_never_offered_a_signal(
+    host_pid_scene: HostPidScene,
+) -> None:
+    scene = host_pid_scene
+    async with scene.app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, scene.local.pid)
+        await pilot.press("k")
+        await pilot.pause()
+        assert isinstance(scene.app.screen, DashboardScreen)
+        await pilot.press("K", "t", "i")
+        await pilot.pause()
+    assert scene.notices and "host PID from outside this PID namespace" in scene.notices[0]
+    assert not exited(scene.local, timeout_s=0.3)
+
+
+async def test_nor_from_its_detail_screen(host_pid_scene: HostPidScene) -> None:
+    scene = host_pid_scene
+    async with scene.app.run_test(size=(120, 40)) as pilot:
+        await select(pilot, scene.local.pid)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(scene.app.screen, ProcessDetailScreen)
+        await pilot.press("k")
+        await pilot.pause()
+        assert isinstance(scene.app.screen, ProcessDetailScreen)
+        await pilot.press("K", "t", "i")
+        await pilot.pause()
+    assert scene.notices and "host PID from outside this PID namespace" in scene.notices[0]
+    assert not exited(scene.local, timeout_s=0.3)

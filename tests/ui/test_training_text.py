@@ -9,12 +9,14 @@ from rich.text import Text
 from gputop.model import (
     PROBE_FOREIGN,
     PROBE_NONE,
+    PROBE_OK,
     PROBE_STALE,
     ROLE_TORCHRUN_AGENT,
     HostProcess,
     LoaderConfig,
     ProbeReport,
     Snapshot,
+    TensorMemory,
     TrainingView,
     Worker,
     frozen_reasons,
@@ -22,7 +24,7 @@ from gputop.model import (
 from gputop.ui.text.advice import brief_lines, evidence_value, full_lines
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.loader import loader_config_parts
-from gputop.ui.text.memory import cuda_lines
+from gputop.ui.text.memory import breakdown_lines, cuda_lines
 from gputop.ui.text.parts import flow
 from gputop.ui.text.training import TrainingSparks, panel_lines, summary_lines
 from gputop.ui.training_target import training_target
@@ -190,6 +192,17 @@ def test_the_target_is_the_selected_training_process_or_the_one_shown_so_far() -
     assert training_target(snap, None, 1, OTHER_PID).pid == OTHER_PID  # type: ignore[union-attr]
 
 
+def test_a_gpu_process_without_training_evidence_is_shown_only_as_the_focus() -> None:
+    job = starved_job()
+    holder = TrainingView(pid=7000, name="sleep")  # a view of a GPU process with no evidence
+    snap = replace(job, training=(*job.training, holder))
+
+    assert training_target(snap, None, 7000, None).pid == JOB_PID  # type: ignore[union-attr]
+    assert training_target(snap, None, None, 7000).pid == JOB_PID  # type: ignore[union-attr]
+    assert training_target(snap, 7000, None, None) is holder
+    assert training_target(snap, 7000, 7000, 7000) is holder
+
+
 def test_a_torchrun_agent_stands_for_its_first_rank() -> None:
     rank = starved()
     agent = TrainingView(pid=100, role=ROLE_TORCHRUN_AGENT, ranks=(rank.pid,))
@@ -197,3 +210,24 @@ def test_a_torchrun_agent_stands_for_its_first_rank() -> None:
 
     assert training_target(snap, 100, None, None) is rank
     assert training_target(snap, None, 100, None) is rank
+
+
+def test_the_host_side_step_counters_of_a_gpu_model_get_no_memory_bars_of_their_own():
+    # As on a real H100: AdamW over 14 CUDA parameter tensors keeps its 14 float32 step counters on the CPU.
+    cuda = TensorMemory("cuda:0", 628712, 2514848, 2514848, 5029696, (("float32", 2514848),), 103393280)
+    host = TensorMemory("cpu", 0, 0, 0, 56)
+    probe = ProbeReport(PROBE_OK, tensors=(cuda, host), optimizers=("AdamW",))
+
+    text = "\n".join(line.plain for line in breakdown_lines(probe, 90, 20, Palette()))
+
+    assert "MEM cuda:0" in text
+    assert "MEM cpu" not in text
+
+
+def test_a_model_on_the_cpu_gets_its_memory_bars():
+    host = TensorMemory("cpu", 450, 1800, 1800, 3616, (("float32", 1800),))
+    probe = ProbeReport(PROBE_OK, tensors=(host,), optimizers=("Adam",))
+
+    text = "\n".join(line.plain for line in breakdown_lines(probe, 90, 20, Palette()))
+
+    assert "MEM cpu" in text and "in host memory" in text

@@ -96,3 +96,29 @@ def test_a_device_without_an_ascii_cuda_ordinal_has_none_and_its_parts_are_still
     assert tensors.cuda_index is None
     (shown,) = device_memory(ProbeReport(PROBE_OK, tensors=(tensors,), cuda=(STATS,)))
     assert (shown.device, shown.gpu_index, shown.weights) == (device, None, 100)
+
+
+def test_a_real_h100_jobs_parts_match_torch_and_add_up_to_nvidia_smis_figure() -> None:
+    # Read on an H100 80GB HBM3 (driver 580.159.04, torch 2.11.0+cu130) under `gputop run`: a small CNN, batch 128,
+    # fp32, AdamW, no DataLoader. The probe's figures; torch's own in the job at that moment: allocated
+    # 100,877,312 after zero_grad (the probe reads before it, with the 2,514,848 bytes of gradients), reserved
+    # 5,584,715,776, peak allocated 2,792,295,936; nvidia-smi --query-compute-apps: 6084 MiB.
+    stats = CudaMemory(
+        device=0,
+        gpu_index=0,
+        allocated_bytes=103_393_280,
+        reserved_bytes=5_584_715_776,
+        allocated_peak_bytes=2_792_295_936,
+        reserved_peak_bytes=5_584_715_776,
+        nvml_process_bytes=6_379_536_384,
+    )
+    tensors = TensorMemory("cuda:0", 628_712, 2_514_848, 2_514_848, 5_029_696, (("float32", 2_514_848),), 103_393_280)
+
+    (device,) = device_memory(ProbeReport(PROBE_OK, cuda=(stats,), tensors=(tensors,)))
+
+    assert device.weights == 628_712 * 4
+    assert device.optimizer == 2 * 628_712 * 4  # AdamW's two moments; its step counters live on the CPU
+    assert device.activations == 2_792_295_936 - 103_393_280
+    assert device.cache == 5_584_715_776 - 2_792_295_936
+    assert device.outside == 794_820_608  # the CUDA context and libraries: 758 MiB, not the 512 MiB often assumed
+    assert device.total == 6084 * 2**20

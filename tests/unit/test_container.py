@@ -262,3 +262,14 @@ def test_an_unreadable_file_has_a_reason(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr("builtins.open", denied)
     assert read_container(1) == (None, ACCESS_DENIED)
+
+
+def test_a_users_own_scope_named_like_a_container_reads_as_that_container_a_claim_not_a_proof():
+    # systemd-run --user --scope --unit=docker-<id>: any user may name a cgroup of their own so (docs/security.md).
+    own = f"0::/user.slice/user-1000.slice/user@1000.service/app.slice/docker-{'ab' * 32}.scope"
+
+    container, reason = container_of(own)
+
+    assert reason is None and container is not None
+    assert container.label == f"docker {'ab' * 6}"
+    assert container.path.startswith("/user.slice/user-1000.slice/")  # the detail screen shows where it really is

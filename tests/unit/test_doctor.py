@@ -9,6 +9,7 @@ import pytest
 
 from gputop.doctor import checks
 from gputop.doctor.checks import ProcView, TorchView, Unreadable, torch_build
+from gputop.doctor.installation import Installed, installation_check
 from gputop.doctor.nvml import MigState, Session
 from gputop.doctor.render import render_check, render_text, report_to_dict
 from gputop.doctor.result import Check, Report
@@ -56,10 +57,13 @@ def test_repeated_unreadable_fields_collapse_to_one_line_each() -> None:
     ]
 
 
-def test_fields_check_is_ok_for_what_the_hardware_lacks_and_limited_for_what_can_be_fixed() -> None:
+def test_fields_check_is_information_for_what_the_hardware_lacks_and_limited_for_what_can_be_fixed() -> None:
     harmless = [Unreadable("gpu", "fan_percent", "unsupported", (0, 1))]
-    assert checks.fields_check(harmless).verdict == "ok"
+    lacking = checks.fields_check(harmless)
+    assert (lacking.verdict, lacking.info, lacking.advice) == ("info", ("fan_percent: unsupported on GPU 0–1",), ())
     assert checks.fields_check([]).summary == "every value was read"
+    measuring = checks.fields_check([Unreadable("gpu", "sm_activity_percent", "measuring", (0,))])
+    assert measuring.verdict == "ok"
 
     fixable = [*harmless, Unreadable("gpu", "sm_activity_percent", "not in this driver", (0, 1))]
     check = checks.fields_check(fixable)
@@ -111,8 +115,23 @@ def test_nested_pid_namespace_is_a_limit_with_its_remedy() -> None:
     assert checks.pid_namespace_check(False, 0).verdict == "ok"
     nested = checks.pid_namespace_check(True, 3)
     assert nested.verdict == "limited"
-    assert "3 GPU processes not visible" in nested.summary
+    assert "never signalled (3 GPU processes now)" in nested.summary
     assert nested.advice == ("run gputop on the host, or start the container with --pid=host",)
+
+
+def test_another_projects_gputop_beside_this_one_is_a_limit_with_the_way_out() -> None:
+    alone = installation_check(Installed("0.1.0"))
+    beside = installation_check(Installed("0.1.0", "0.2.1", "/venv/lib/python3.12/site-packages"))
+    checkout = installation_check(Installed(None))
+
+    assert alone.verdict == "ok" and "gputop-ml 0.1.0" in alone.summary
+    assert "from a checkout" in checkout.summary
+    assert beside.verdict == "limited"
+    assert beside.summary.startswith("another project's gputop 0.2.1 is installed beside gputop-ml 0.1.0")
+    assert beside.advice == (
+        "keep the two apart: pip uninstall gputop && pip install --force-reinstall gputop-ml, or install gputop on "
+        "its own with pipx install gputop-ml (or uv tool install gputop-ml)",
+    )
 
 
 def test_gpm_says_why_not() -> None:
@@ -125,6 +144,53 @@ def test_gpm_says_why_not() -> None:
     assert checks.gpm_check({1: (True, None)}, names, 550).verdict == "ok"
     refused = checks.gpm_check({1: (None, "no permission")}, names, 550)
     assert refused.advice == ("run gputop as root to read GPM",)
+
+
+def test_a_gpu_older_than_hopper_has_no_gpm_as_information_not_a_limit() -> None:
+    check = checks.gpm_check({0: (False, None)}, {0: "Tesla T4"}, 550)
+
+    assert (check.verdict, check.advice) == ("info", ())
+    assert check.summary == "GPU 0 has no GPM (Tesla T4: GPM needs Hopper or newer)"
+    assert check.info == ("without GPM the SM column reads N/A; Busy (utilization.gpu) is still shown",)
+
+
+def test_gpm_refused_beside_a_gpu_without_it_is_a_limit_with_its_fix_and_the_lack_as_information() -> None:
+    check = checks.gpm_check({0: (False, None), 1: (None, "no permission")}, {0: "Tesla T4", 1: "H100"}, 550)
+
+    assert (check.verdict, check.summary) == ("limited", "no permission to use GPM on GPU 1")
+    assert check.advice == ("run gputop as root to read GPM",)
+    assert check.info[0] == "GPU 0 has no GPM (Tesla T4: GPM needs Hopper or newer)"
+
+
+def test_values_a_gpu_in_mig_mode_does_not_give_are_information_on_one_line() -> None:
+    found = [
+        Unreadable("gpu", "utilization_gpu_percent", "not available in MIG mode", (0,)),
+        Unreadable("gpu", "utilization_memory_percent", "not available in MIG mode", (0,)),
+        Unreadable("gpu_process", "sm_percent", "not available in MIG mode", (7,)),
+    ]
+
+    check = checks.fields_check(found)
+
+    assert (check.verdict, check.advice, check.details) == ("info", (), ())
+    assert check.info == (
+        "utilization_gpu_percent, utilization_memory_percent: not available in MIG mode on GPU 0",
+        "sm_percent: not available in MIG mode for 1 GPU process (PID 7)",
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: checks.fields_check([Unreadable("gpu", "power_w", "a reason doctor has no words for", (0,))]),
+        lambda: checks.fields_check([Unreadable("gpu", "power_w", "error: Unknown Error", (0,))]),
+        lambda: checks.gpm_check({0: (None, "error: Unknown Error")}, {0: "H100"}, 550),
+    ],
+    ids=["fields, unknown reason", "fields, an error", "gpm, an error"],
+)
+def test_every_limit_has_a_fix(make) -> None:
+    check = make()
+
+    assert check.verdict == "limited" and check.advice == (checks.GENERIC_FIX,)
 
 
 def test_mig_modes() -> None:
@@ -218,6 +284,27 @@ def test_text_has_a_verdict_per_check_details_and_fix_lines() -> None:
     )
 
 
+def test_information_is_its_own_verdict_in_text_and_json_and_leaves_the_exit_status_alone() -> None:
+    fact = Check("gpm", "GPM", "info", "GPU 0 has no GPM", info=("the SM column reads N/A",))
+    report = Report((REPORT.checks[0], fact))
+
+    assert render_text(report) == (
+        "[ok]      NVIDIA driver and NVML: driver 550.90.07, 2 GPUs\n"
+        "            branch R550\n"
+        "[info]    GPM: GPU 0 has no GPM\n"
+        "            info: the SM column reads N/A\n"
+        "\n"
+        "ok: nothing limits gputop here; information only, nothing to fix: GPM\n"
+    )
+    doc = report_to_dict(report, "1.2.3")
+    assert (doc["verdict"], doc["exit_status"]) == ("ok", 0)
+    assert (doc["checks"][1]["verdict"], doc["checks"][1]["info"], doc["checks"][1]["advice"]) == (
+        "info",
+        ["the SM column reads N/A"],
+        [],
+    )
+
+
 def test_text_shows_escapes_from_outside_as_visible_text() -> None:
     [line] = render_check(Check("probe_dir", "Probe", "ok", "dir \x1b]0;pwned\x07 ok"))
     assert "\x1b" not in line and "\x07" not in line
@@ -235,6 +322,7 @@ def test_json_document_shape() -> None:
         "summary": "off on GPU 1",
         "details": [],
         "advice": ["sudo nvidia-smi -pm 1"],
+        "info": [],
         "facts": {},
     }
 

@@ -25,6 +25,7 @@ from gputop.model import (
 )
 from gputop.table import render_text
 from tests.factories import host_info
+from tests.ui.job_scenes import AGENT_PID, JOB_ID, RANK_PIDS, torchrun_job, unprobed_job
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -59,7 +60,7 @@ def test_zero_stays_zero_in_json():
 def test_json_top_level_keys_are_stable():
     doc = snapshot_to_dict(snapshot())
 
-    assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices", "training"]
+    assert list(doc) == ["schema", "time", "host", "driver", "gpus", "processes", "notices", "training", "jobs"]
     assert doc["schema"] == 1
     assert doc["time"] == 1_700_000_000.0
 
@@ -195,3 +196,36 @@ def test_every_clock_event_bit_decodes_to_a_throttle_reason_of_the_model():
 
     assert tuple(name for _, name in CLOCK_EVENT_REASONS) == THROTTLE_REASONS
     assert decode_clock_reasons(sum(bit for bit, _ in CLOCK_EVENT_REASONS)) == THROTTLE_REASONS
+
+
+def test_json_lists_each_training_job_with_its_ranks_in_order():
+    (job,) = snapshot_to_dict(torchrun_job())["jobs"]
+
+    assert (job["id"], job["kind"], job["world_size"], job["agent_pids"]) == (JOB_ID, "torchrun", 4, [AGENT_PID])
+    assert job["ranks"] == [{"pid": pid, "rank": n, "local_rank": n} for n, pid in enumerate(RANK_PIDS)]
+
+
+def test_once_shows_each_training_job_with_a_row_per_rank_after_the_processes():
+    text = render_text(torchrun_job())
+    lines = text.splitlines()
+
+    title = lines.index(f"Job {JOB_ID} · torchrun · 4 ranks")
+    assert title > max(i for i, line in enumerate(lines) if "python train.py" in line)
+    assert lines[title + 1].split()[:6] == ["RANK", "PID", "GPU", "STEPS/S", "DATA", "WAIT"]
+    assert [line.split()[:3] for line in lines[title + 2 : title + 6]] == [
+        [str(n), str(pid), str(n)] for n, pid in enumerate(RANK_PIDS)
+    ]
+
+
+def test_once_says_how_to_get_the_numbers_of_a_job_without_the_probe():
+    text = render_text(unprobed_job(), 80)
+
+    assert "No probe report from this job, so STEPS/S, DATA WAIT and SYNC WAIT read N/A:" in text
+    assert "gputop.probe.install()" in text
+    assert all(
+        len(line) <= 80 for line in text.splitlines()[text.splitlines().index(f"Job {JOB_ID} · torchrun · 4 ranks") :]
+    )
+
+
+def test_once_without_a_training_job_has_no_job_section():
+    assert "Job " not in render_text(snapshot())

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gputop.formatting import (
     NA,
+    counted,
     fmt_age,
     fmt_bytes,
     fmt_clock,
@@ -18,6 +19,7 @@ from gputop.formatting import (
     fmt_number,
     fmt_percent,
     fmt_span,
+    short_command,
 )
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -88,3 +90,33 @@ def test_fmt_clock_is_local_time_with_the_date_or_hundredths_when_asked(monkeypa
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_counted_says_one_thing_in_the_singular():
+    assert [counted(n, "thread") for n in (0, 1, 2, 13408)] == ["0 threads", "1 thread", "2 threads", "13,408 threads"]
+    assert counted(1, "batch", "batches") == "1 batch"
+    assert counted(3, "batch", "batches") == "3 batches"
+    assert counted(None, "thread") == "N/A threads"
+
+
+def test_a_short_command_names_its_program_by_the_base_name_and_keeps_every_argument():
+    venv = "/home/alice/project/.venv/bin/python train.py --config configs/llama3-8b.yaml"
+    assert short_command(venv) == "python train.py --config configs/llama3-8b.yaml"
+    assert short_command("/usr/lib/xorg/Xorg vt7 -displayfd 3") == "Xorg vt7 -displayfd 3"
+    assert short_command("./run.sh /data/x") == "run.sh /data/x"
+
+
+def test_a_short_command_names_a_python_script_by_its_base_name():
+    assert short_command("python3 /work/jobs/memjob.py cnn 128") == "python3 memjob.py cnn 128"
+    assert short_command("/opt/venv/bin/python3.11 -u -W ignore /srv/train.py --lr 3") == (
+        "python3.11 -u -W ignore train.py --lr 3"
+    )
+    assert short_command("python3 -m gputop.demo.job /data/x.py") == "python3 -m gputop.demo.job /data/x.py"
+    assert short_command("python3 -c print(1) /data/x.py") == "python3 -c print(1) /data/x.py"
+    assert short_command("/usr/bin/bash /srv/run.py") == "bash /srv/run.py"  # not an interpreter of .py files
+
+
+def test_a_short_command_leaves_a_bare_program_and_a_kernel_thread_as_they_are():
+    assert short_command("python -m torch.distributed.run train.py") == "python -m torch.distributed.run train.py"
+    assert short_command("[kworker/0:1-events]") == "[kworker/0:1-events]"
+    assert short_command("/usr/bin/") == "/usr/bin/"

@@ -1,6 +1,7 @@
 """The package's layers, read from every module's imports (docs/architecture.md, "Layout and what may import what"):
-the command line is the top, the probe stands alone, the model is the bottom, Textual stays in the dashboard's
-own modules, and a screen takes only screens from another screen's module."""
+the command line is the top, a run of ``gputop run`` just below it, the probe stands alone, the model is the
+bottom, Textual stays in the dashboard's own modules, and a screen takes only screens from another screen's
+module."""
 
 from __future__ import annotations
 
@@ -50,6 +51,28 @@ def imports(path: Path) -> list[tuple[str, str | None]]:
     return found
 
 
+def top_level_imports(path: Path) -> set[str]:
+    """The modules ``path`` loads when it is imported: its imports outside functions (``if TYPE_CHECKING:``
+    blocks left out, as they load nothing)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found.update({node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)})
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, (ast.Try, ast.With)):
+                visit(node.body)
+
+    visit(tree.body)
+    return found
+
+
 def modules_imported(path: Path) -> set[str]:
     """Every module ``path`` may load: ``from a.b import c`` counts as ``a.b`` and ``a.b.c``."""
     names = set()
@@ -73,6 +96,9 @@ def test_the_walk_resolves_relative_imports_and_sees_the_package() -> None:
     assert "gputop.probe.channel" in modules_imported(PACKAGE / "probe" / "probe.py")  # from . import channel
     assert "gputop.probe.hooks" in modules_imported(PACKAGE / "probe" / "__init__.py")  # from .hooks import ...
     assert "gputop.cli.args" in modules_imported(PACKAGE / "cli" / "run.py")
+    assert "gputop.run.RunOptions" in modules_imported(PACKAGE / "cli" / "run.py")  # inside main()
+    assert "gputop.ui.app" in modules_imported(PACKAGE / "run" / "prepare.py")  # inside a function
+    assert "gputop.ui.app" not in top_level_imports(PACKAGE / "run" / "prepare.py")
     assert all(path.exists() for path in PURE_UI)
 
 
@@ -83,6 +109,24 @@ def test_only_the_entry_point_imports_the_command_line(path: Path) -> None:
         assert wrong == ["gputop.cli", "gputop.cli.main"]
     else:
         assert not wrong, f"{rel(path)} imports {wrong}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ALL if not within(module_name(p), "gputop.cli") and not within(module_name(p), "gputop.run")],
+    ids=rel,
+)
+def test_only_the_command_line_starts_a_run(path: Path) -> None:
+    """``gputop run`` and ``gputop demo`` call ``gputop.run``; nothing it watches with calls back up into it."""
+    wrong = sorted(n for n in modules_imported(path) if within(n, "gputop.run"))
+    assert not wrong, f"{rel(path)} imports {wrong}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "run").glob("*.py")), ids=rel)
+def test_a_run_loads_the_dashboard_only_when_it_shows_one(path: Path) -> None:
+    """Headless, where Textual is missing too, a run must start: the dashboard is imported inside the function
+    that opens it."""
+    assert not [n for n in top_level_imports(path) if within(n, "gputop.ui")], f"{rel(path)} imports the dashboard"
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "probe").rglob("*.py")), ids=rel)

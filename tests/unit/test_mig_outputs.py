@@ -10,7 +10,7 @@ from gputop.export.metrics import snapshot_families
 from gputop.model import NOT_IN_MIG_MODE
 from gputop.table import render_text
 from tests.ui import scenes
-from tests.ui.mig_scenes import mig_node
+from tests.ui.mig_scenes import ampere_node, mig_node
 
 
 def test_each_gpu_object_lists_its_instances_after_the_keys_it_had():
@@ -56,6 +56,14 @@ def test_the_once_table_lists_instances_under_their_gpu_and_a_mig_column():
     assert "tensor" in text and "2 processes" in text
     assert "GPU  MIG         PID" in text
     assert "3g.40gb#1  4101" in text
+
+
+def test_the_once_table_says_why_a_mig_gpus_memory_and_its_instances_activity_are_na():
+    text = render_text(ampere_node())
+
+    assert "  N/A (no permission: root only in MIG mode)  " in text
+    assert "SM, tensor: unsupported  1 process" in text
+    assert "9.00GiB / 19.8GiB" in text
 
 
 def test_the_once_table_has_no_mig_column_without_mig():

@@ -9,6 +9,7 @@ import pytest
 
 from gputop import cli
 from gputop.advisor.engine import Advisor
+from gputop.advisor.process_use import UseTally
 from gputop.cli import report
 from gputop.cli.args import REPORT_SECONDS, UsageError
 
@@ -57,7 +58,7 @@ def test_a_live_report_without_seconds_watches_for_the_default(monkeypatch: pyte
 
     def fake_watch(pid: int, seconds: float, config: object, interval_s: float | None = None) -> report.Watch:
         watched.append(seconds)
-        return report.Watch(Advisor(), snapshots=0, watched_s=0.0, ended=True)
+        return report.Watch(Advisor(), snapshots=0, watched_s=0.0, ended=True, use=UseTally(pid).result())
 
     monkeypatch.setattr(report, "watch", fake_watch)
 

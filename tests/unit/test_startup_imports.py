@@ -88,6 +88,7 @@ class Recorder:
         self.events = events
         self.notices: list[str] = []
         self.driver = None
+        self.nested_pid_namespace = False
 
     def note(self, name: str) -> None:
         self.events.append((name, time.monotonic()))

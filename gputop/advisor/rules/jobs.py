@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.rules.base import Finding, pct, recent_window
+from gputop.advisor.rules.base import Finding, count, pct, recent_window
 from gputop.advisor.window import AdvisorConfig, JobWindow, worker_activity
 from gputop.jobs import Job, JobRank
 from gputop.model import INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
@@ -237,13 +237,14 @@ def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: 
         return JobFinding(
             Finding(
                 severity=WARNING,
-                title=f"{len(ranks)} ranks and {workers} DataLoader workers share {cores} cores{where}",
-                detail=f"{len(ranks)} ranks{where} start {workers} workers in all, {workers + len(ranks)} processes "
-                f"for {cores} usable cores; the workers want a CPU {pct(wanting)} of the time and the job keeps "
-                f"{demand:.1f} cores busy",
+                title=f"{len(ranks)} ranks and {count(workers, 'DataLoader worker')} share "
+                f"{count(cores, 'core')}{where}",
+                detail=f"{len(ranks)} ranks{where} start {count(workers, 'worker')} in all, {workers + len(ranks)} "
+                f"processes for {count(cores, 'usable core')}; the workers want a CPU {pct(wanting)} of the time and "
+                f"the job keeps {demand:.1f} cores busy",
                 action=(
-                    f"Set num_workers={per_rank} on every rank: {cores} cores ÷ {len(ranks)} ranks on the node, "
-                    "less one core each for the rank's own main process. Workers beyond the cores only take "
+                    f"Set num_workers={per_rank} on every rank: {count(cores, 'core')} ÷ {len(ranks)} ranks on the "
+                    "node, less one core each for the rank's own main process. Workers beyond the cores only take "
                     "turns on them and take CPU from the ranks, which then launch their work late."
                 ),
                 source=SOURCE_EXTERNAL,

@@ -16,7 +16,7 @@ from gputop.advisor.rules.base import (
 from gputop.advisor.suggest import batch_memory, larger_batch, memory_savings, smaller_batch
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.breakdown import PART_NAMES, DeviceMemory, device_memory
-from gputop.formatting import fmt_bytes
+from gputop.formatting import counted, fmt_bytes
 from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, ProbeReport, Severity
 
 
@@ -90,11 +90,12 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             evidence=evidence,
             suggest={"batch_size": larger},
         )
-    how = (
-        "the probe reports no CUDA memory for this process"
-        if latest.view.probe.ok
-        else "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
-    )
+    if not latest.view.probe.ok:
+        how = "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
+    elif not batch:
+        how = "the probe sees no DataLoader in this job, so the batch size is not known"
+    else:
+        how = "the probe reports no CUDA memory for this process"
     return Finding(
         severity=severity,
         title="The GPU is under-filled: a larger batch fits",
@@ -147,9 +148,9 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if external is not None:
         facts.append(f"GPU memory {pct(external)} used")
     if retries:
-        facts.append(f"{retries:.0f} allocation retries in {recent.span_s:.0f} s")
+        facts.append(f"{counted(round(retries), 'allocation retry', 'allocation retries')} in {recent.span_s:.0f} s")
     if ooms:
-        facts.append(f"{ooms:.0f} out-of-memory errors")
+        facts.append(counted(round(ooms), "out-of-memory error"))
     suggest: dict[str, float | int | str | bool] = {}
     smaller_words = "a smaller batch with gradient accumulation"
     batch = latest.batch_size

@@ -4,6 +4,7 @@ workers started at every epoch."""
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.contention import Contention, contention
 from gputop.advisor.rules.base import (
     Finding,
     count,
@@ -35,8 +36,10 @@ from gputop.advisor.window import (
 from gputop.formatting import fmt_bytes
 from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, PinMemoryStatus
 
+CHEAPER_SAMPLES = "lighter transforms, decode once and cache the decoded data, or move augmentation to the GPU"
 
-def _more_workers_action(plan: WorkerPlan, workers: int, cores: int) -> str:
+
+def _more_workers_action(plan: WorkerPlan, workers: int, cores: int, held: Contention | None = None) -> str:
     """What to do about a starved loop: the worker count, or what to do where more workers cannot help."""
     if plan.suggested is not None:
         capped = f", capped at {plan.suggested} by {plan.limit}" if plan.limit else ""
@@ -55,11 +58,24 @@ def _more_workers_action(plan: WorkerPlan, workers: int, cores: int) -> str:
             "More workers cannot help: they wait on the storage. Use faster or local storage, cache the dataset "
             "in memory, or store it in fewer, larger files; a higher prefetch_factor rides out slow reads."
         )
+    if plan.bottleneck == CPU and held is not None:
+        top = held.processes[0] if held.processes else None
+        who = (
+            f" ({top.name or '?'}, PID {top.pid}{f' of {top.user}' if top.user else ''}, the most: "
+            f"{top.cpu_percent / 100:.1f})"
+            if top is not None
+            else ""
+        )
+        return (
+            f"More workers cannot help: the workers are CPU-bound and other processes hold "
+            f"{held.others_cores:.1f} of the host's {held.cpu_count} cores{who}. Free those cores, or give the job "
+            "cores of its own (taskset, a cgroup cpuset, the scheduler's CPU request); cheaper samples help "
+            f"too: {CHEAPER_SAMPLES}."
+        )
     if plan.bottleneck == CPU:
         return (
             f"More workers cannot help: the workers are CPU-bound and the {cores} usable cores are spent. Make "
-            "each sample cheaper: lighter transforms, decode once and cache the decoded data, or move "
-            "augmentation to the GPU."
+            f"each sample cheaper: {CHEAPER_SAMPLES}."
         )
     return (
         f"The workers wait on I/O and already reach the cap ({plan.limit}): cache the data, use faster storage, "
@@ -94,7 +110,8 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if busy is not None and busy >= th.GPU_FED_FROM_PERCENT:
         return None
     activity = worker_activity(recent)
-    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), latest.host.memory_available_bytes)
+    held = contention(recent) if activity is None or worker_bottleneck(activity) == CPU else None
+    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), latest.host.memory_available_bytes, held)
     return remembered(recent, "data-starved", inputs, _starved)
 
 
@@ -106,8 +123,9 @@ def _starved(
     activity: WorkerActivity | None,
     cores: int,
     available: int,
+    held: Contention | None,
 ) -> Finding:
-    """``data-starved``'s finding from what it measured."""
+    """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
     needed = workers_needed(workers, wait, in_main_process=False)
     uss = activity.uss_bytes_per_worker if activity is not None else None
@@ -120,26 +138,39 @@ def _starved(
     }[bottleneck]
     detail = f"the loop waits for data {pct(wait)} of each step at {steps:.1f} steps/s; "
     detail += f"{count(workers, 'worker')}, {doing}"
+    if bottleneck == CPU and held is not None:
+        detail += (
+            f"; the host's {held.cpu_count} CPUs are {held.host_busy_percent:.0f}% busy, "
+            f"{held.others_cores:.1f} cores of it other processes': {held.who()}"
+        )
     suggest: dict[str, float | int | str | bool] = {}
     if plan.suggested is not None:
         suggest = {"num_workers": plan.suggested}
+    evidence: dict[str, object] = {
+        "data_wait_share": round(wait, 3),
+        "steps_per_s": round(steps, 2),
+        "num_workers": workers,
+        "bottleneck": bottleneck,
+        "workers_busy_share": None if activity is None else round(activity.busy_share, 2),
+        "workers_cpu_cores": None if cpu is None else round(cpu, 2),
+        "usable_cores_per_rank": cores,
+        "gpu_busy_percent": busy,
+        "needed_workers": needed,
+    }
+    if bottleneck == CPU and held is not None:
+        evidence.update(
+            host_cpu_percent=held.host_busy_percent,
+            job_cpu_cores=round(held.job_cores, 2),
+            others_cpu_cores=round(held.others_cores, 2),
+            others_pids=tuple(p.pid for p in held.processes),
+        )
     return Finding(
         severity=wait_severity(wait),
         title=f"Input-bound: the loop waits for data {pct(wait)} of each step",
         detail=detail + gpu_words(busy),
-        action=_more_workers_action(plan, workers, cores),
+        action=_more_workers_action(plan, workers, cores, held if bottleneck == CPU else None),
         source=SOURCE_BOTH if activity is not None or busy is not None else SOURCE_PROBE,
-        evidence={
-            "data_wait_share": round(wait, 3),
-            "steps_per_s": round(steps, 2),
-            "num_workers": workers,
-            "bottleneck": bottleneck,
-            "workers_busy_share": None if activity is None else round(activity.busy_share, 2),
-            "workers_cpu_cores": None if cpu is None else round(cpu, 2),
-            "usable_cores_per_rank": cores,
-            "gpu_busy_percent": busy,
-            "needed_workers": needed,
-        },
+        evidence=evidence,
         suggest=suggest,
     )
 
@@ -255,9 +286,9 @@ def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | Non
     return Finding(
         severity=WARNING if starts.lost_share >= th.STARTUP_SHARE_WARNING else INFO,
         title=f"Workers restart every epoch: {pct(starts.lost_share)} of the time goes to starting them",
-        detail=f"{starts.passes} epochs started in {w.span_s:.0f} s, each with new workers; the last one's first "
-        f"batch came {starts.pass_start_s:.2f} s after it started, where the loop waits {starts.batch_wait_s:.3f} s "
-        "for any other batch",
+        detail=f"{count(starts.passes, 'epoch')} started in {w.span_s:.0f} s, each with new workers; the last one's "
+        f"first batch came {starts.pass_start_s:.2f} s after it started, where the loop waits "
+        f"{starts.batch_wait_s:.3f} s for any other batch",
         action=(
             "Set persistent_workers=True: the workers then live across epochs, keeping their Dataset copy, "
             "imports and open files, instead of being started again at each one."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.rules.base import Finding, pct, recent_window
+from gputop.advisor.rules.base import Finding, count, pct, recent_window
 from gputop.advisor.suggest import cores_per_rank
 from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, steady_rise, worker_activity
 from gputop.formatting import fmt_bytes, fmt_duration
@@ -52,9 +52,10 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         fewer = max(1, cores - 1)
         return Finding(
             severity=WARNING,
-            title=f"{workers} CPU-bound workers share {cores} cores",
-            detail=f"{workers} workers × {latest.local_ranks} rank(s) on {cores} usable cores per rank; the host's "
-            f"CPUs are {host_cpu:.0f}% busy and the workers runnable {pct(activity.busy_share)} of the time",
+            title=f"{workers} CPU-bound workers share {count(cores, 'core')}",
+            detail=f"{workers} workers × {count(latest.local_ranks, 'rank')} on {count(cores, 'usable core')} per "
+            f"rank; the host's CPUs are {host_cpu:.0f}% busy and the workers runnable {pct(activity.busy_share)} of "
+            "the time",
             action=(
                 f"Set num_workers={fewer}: workers beyond the cores only take turns on them, and take CPU from "
                 "the main process, which then launches work late; each also holds its own memory."
@@ -115,7 +116,7 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     return Finding(
         severity=CRITICAL if full_s <= th.FULL_WITHIN_S[CRITICAL] else WARNING,
         title=f"Worker memory grows {fmt_bytes(slope * 60)}/min",
-        detail=f"{len(steady)} workers' own memory (USS) rose {fmt_bytes(rise)} in {recent.span_s:.0f} s, "
+        detail=f"own memory (USS) of {count(len(steady), 'worker')}: up {fmt_bytes(rise)} in {recent.span_s:.0f} s, "
         f"steadily (r² {r2:.2f}); host memory would run out in {fmt_duration(full_s)}",
         action=(
             "The Dataset keeps Python objects (lists, dicts, strings) that every worker copies page by page as it "
@@ -141,10 +142,11 @@ def cuda_in_worker(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     held = sum(r.gpu_memory_bytes or 0 for r in rows)
     pids = tuple(sorted({r.pid for r in rows}))
+    one = len(pids) == 1
     return Finding(
         severity=WARNING,
-        title=f"{len(pids)} DataLoader worker(s) hold a CUDA context",
-        detail=f"worker PID {', '.join(map(str, pids))} on the GPU with {fmt_bytes(held)}",
+        title=f"{count(len(pids), 'DataLoader worker')} {'holds' if one else 'hold'} a CUDA context",
+        detail=f"worker PID{'' if one else 's'} {', '.join(map(str, pids))} on the GPU with {fmt_bytes(held)}",
         action=(
             "Keep CUDA out of the Dataset and collate_fn: return CPU tensors and move the batch to the GPU in the "
             "training loop (pin_memory=True, .to(device, non_blocking=True)). Each worker's context costs "

@@ -24,7 +24,7 @@ from typing import Any
 from gputop.collect.nvml import device, gpm, mig
 from gputop.collect.nvml.device import CLOCK_EVENT_REASONS, cuda_version_text, decode_clock_reasons
 from gputop.collect.nvml.errors import INIT_REASONS, GpuLost, lost_reason, nvml_code, text
-from gputop.collect.nvml.processes import read_processes
+from gputop.collect.nvml.listing import list_processes
 from gputop.collect.nvml.slot import GpuSlot, Variants
 from gputop.model import (
     DRIVER_OK,
@@ -215,11 +215,7 @@ class NvmlCollector:
             gpm.read(slot, put)
         if slow or not slot.slow or (in_mig and not slot.mig_slots):
             device.read_slow(slot)
-            if in_mig:
-                mig.find_instances(slot)
-                found = mig.read_processes(slot, self._variants)
-            else:
-                found = read_processes(slot, self._variants, self.sample_stale_s)
+            found = list_processes(slot, self._variants, in_mig, self.sample_stale_s)
             slot.processes = [bounded(process, INVALID) for process in found]
         for name, value in slot.slow.items():
             put(name, value, slot.slow_reasons.get(name))

@@ -32,18 +32,34 @@ def drop(slot: GpuSlot) -> None:
     slot.gpm_sample = slot.gpm_spare = None
 
 
+KEPLER, HOPPER = 2, 9
+"""nvml.h's ``NVML_DEVICE_ARCH_KEPLER`` and ``NVML_DEVICE_ARCH_HOPPER``, GPM's first architecture: the ones between
+(Maxwell to Ada) have no GPM whatever the driver."""
+
+
 def supported(slot: GpuSlot) -> bool:
+    """Whether the GPU answers GPM; if not, ``slot.unsupported["gpm"]`` says why: ``unsupported`` where the GPU
+    has none (older than Hopper, known from the driver's answer or from its architecture where a driver without
+    GPM names it), ``not in this driver`` where only the driver stands in the way, or NVML's refusal."""
     if not hasattr(pynvml, "nvmlGpmQueryDeviceSupport"):
-        slot.unsupported["gpm"] = NOT_IN_DRIVER
+        slot.unsupported["gpm"] = _without_gpm(slot)
         return False
     support, why = call(slot.unsupported, "gpm", pynvml.nvmlGpmQueryDeviceSupport, slot.handle)
     if support is None:
-        slot.unsupported["gpm"] = why or UNSUPPORTED
+        slot.unsupported["gpm"] = _without_gpm(slot) if why == NOT_IN_DRIVER else why or UNSUPPORTED
         return False
     if not support.isSupportedDevice:
         slot.unsupported["gpm"] = UNSUPPORTED
         return False
     return True
+
+
+def _without_gpm(slot: GpuSlot) -> str:
+    """Why a driver without GPM gives none: the GPU's own lack where its architecture predates Hopper (a newer
+    driver would not help), else the driver."""
+    ask = getattr(pynvml, "nvmlDeviceGetArchitecture", None)
+    architecture = call(slot.unsupported, "architecture", ask, slot.handle)[0] if ask is not None else None
+    return UNSUPPORTED if isinstance(architecture, int) and KEPLER <= architecture < HOPPER else NOT_IN_DRIVER
 
 
 MIB = 1024 * 1024

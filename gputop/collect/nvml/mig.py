@@ -324,27 +324,28 @@ KINDS: tuple[ProcessKind, ...] = (COMPUTE, GRAPHICS)
 
 def read_processes(slot: GpuSlot, variants: Variants) -> list[GpuProcess]:
     """The processes on a GPU in MIG mode, each with its instance. The parent's aggregate list when the driver
-    gives it (a privileged caller), else the list of every instance on its own handle."""
+    gives it (a privileged caller), else the list of every instance on its own handle; ``process_reason`` says
+    why there is none where every instance refused (the notice then names it)."""
     listed: Listed = {}
-    refused = False
     for kind in KINDS:
-        found, why = _aggregate(slot, variants, kind)
-        refused = refused or (kind == COMPUTE and why == NO_PERMISSION)
+        found, _ = _aggregate(slot, variants, kind)
         for p in found or ():
             _add(listed, int(p.pid), kind, reported(p.usedGpuMemory), None, p.gpuInstanceId, p.computeInstanceId)
-    per_instance_refused = bool(slot.mig_slots)
-    if not listed:
+    answers: list[str | None] = []
+    if not listed:  # the GPU's own list is root's: each instance's own list says what runs there
         for mig in slot.mig_slots:
             view = GpuSlot(index=slot.index, handle=mig.handle, unsupported=mig.unsupported)
             for kind in KINDS:
                 pairs, why = running(view, variants, kind)
-                if kind == COMPUTE and why != NO_PERMISSION:
-                    per_instance_refused = False
+                if kind == COMPUTE:
+                    answers.append(why)
                 for pid, used in pairs or ():
                     _add(listed, pid, kind, used, mig, mig.gpu_instance_id, mig.compute_instance_id)
+    slot.processes_per_instance = None in answers
+    slot.process_reason = None if slot.processes_per_instance else next((w for w in answers if w), None)
     slot.process_notice = (
         f"GPU {slot.index}: no permission to list the processes of its MIG instances (run as root to see them)"
-        if refused and per_instance_refused
+        if slot.process_reason == NO_PERMISSION
         else None
     )
     rows = []

@@ -113,6 +113,8 @@ def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> 
         if compute is None and compute_why == NO_PERMISSION
         else None
     )
+    slot.process_reason = compute_why if compute is None else None
+    slot.processes_per_instance = False
     kinds: dict[int, ProcessKind] = {}
     memory: dict[int, int | None] = {}
     found_kind: ProcessKind

@@ -41,6 +41,11 @@ class GpuSlot:
     # Process lists are read on the slow cadence only; their notice is kept with them so that fast ticks,
     # which reuse the lists, repeat it instead of dropping it until the next slow tick.
     process_notice: str | None = None
+    process_reason: str | None = None
+    """Why this caller could not list the GPU's processes (the compute list's answer, for a GPU in MIG mode its
+    instances' too), None where they were listed: what ``gputop doctor`` reports."""
+    processes_per_instance: bool = False
+    """The processes of a GPU in MIG mode came from each instance's own list (the GPU's own is root's only)."""
     process_samples: dict[int, tuple[int, float, float]] = field(default_factory=dict)
     last_sample_us: int = 0
     gpm_sample: Any = None

@@ -22,7 +22,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from gputop.advisor.window import AdvisorConfig
-from gputop.formatting import fmt_length
+from gputop.formatting import counted, fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import RecordingError
 from gputop.ui.app import GputopApp, dashboard_help_groups
@@ -113,7 +113,8 @@ class ReplayPlayer:
         first = source.readable(0)
         start = source.readable(source.index_at(start_time) if start_time is not None else 0)
         if first is None or start is None:
-            raise ReplayError(f"none of the {len(source)} snapshots in {source.recording.info.path} can be read")
+            snapshots = counted(len(source), "snapshot")
+            raise ReplayError(f"none of the {snapshots} in {source.recording.info.path} can be read")
         first_snapshot = source.read(first)
         self.recorded_focus = first_snapshot.focus_pid if first_snapshot is not None else None
         """The process the recording followed (its first snapshot's focus: the snapshot itself is not kept)."""
@@ -361,7 +362,8 @@ class ReplayPlayer:
 
     def _progress_note(self) -> str:
         n = len(self.source)
-        return f"Computing the advisor's findings over the recording: {self._findings_done / n:.0%} of {n} snapshots"
+        done = self._findings_done / n
+        return f"Computing the advisor's findings over the recording: {done:.0%} of {counted(n, 'snapshot')}"
 
     def _show_progress(self) -> None:
         if self.findings is None:

@@ -29,6 +29,9 @@ class ReplayDashboardScreen(DashboardScreen):
         Binding("slash", "filter", "Filter", show=False),
         Binding("t", "toggle_tree", "Tree", show=False),
         Binding("s", "next_sort", "Sort", show=False),
+        # The replay's speed keys, as on every replay screen, rather than the dashboard's sort keys of htop's habit.
+        Binding("less_than_sign", "app.mode('speed', -1)", "Slower", show=False),
+        Binding("greater_than_sign", "app.mode('speed', 1)", "Faster", show=False),
     ]
     reserved_lines = TimelineBar.LINES
 

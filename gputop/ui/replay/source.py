@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Callable
 from pathlib import Path
 
+from gputop.formatting import counted
 from gputop.model import Snapshot
 from gputop.store import Recording, RecordingError
 from gputop.ui.replay.cache import SnapshotCache
@@ -115,10 +116,11 @@ def recording_notices(source: ReplaySource) -> list[str]:
     notices = []
     damage = recording.damage or ""
     if damage:
-        notices.append(f"{damage.replace(info.path, name)}: showing the {len(source)} snapshots that can be read")
+        readable = counted(len(source), "snapshot")
+        notices.append(f"{damage.replace(info.path, name)}: showing the {readable} that can be read")
     if info.ended is None:
         notices.append(
             f"{name} was not closed by its recorder (still being written, or the recorder was killed): "
-            f"showing the {len(source)} snapshots committed when it was opened"
+            f"showing the {counted(len(source), 'snapshot')} committed when it was opened"
         )
     return notices

@@ -66,16 +66,42 @@ def options_summary(options: ViewOptions, shown: int) -> str:
 class DashboardScreen(Screen[None]):
     """Shows ``app.snapshot``; every key here changes only how the table is viewed, never the sampling."""
 
+    # htop's keys (and nvitop's, which follows htop) do here what they do there where gputop has the same thing:
+    # F3 and F4 (search, filter) filter, F5 is the tree, F6 the sort menu, F9 the signal dialog, M and P sort by
+    # memory and CPU, < and > move the sort column, I inverts it.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter processes by PID, user, name or command"),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            tooltip="Filter processes by PID, user, name or command (F3, F4 too)",
+        ),
         Binding("escape", "clear_filter", "Clear filter", show=False, key_display="Esc", tooltip="Clear the filter"),
-        Binding("t", "toggle_tree", "Tree", tooltip="Tree view: parents, children and DataLoader workers"),
+        Binding("t", "toggle_tree", "Tree", tooltip="Tree view: parents, children and DataLoader workers (F5 too)"),
         Binding("s", "next_sort", "Sort", tooltip="Sort by the next column (or click a column title)"),
-        Binding("r", "reverse_sort", "Reverse", show=False, tooltip="Reverse the sort order"),
+        Binding(
+            "f6", "sort_menu", "Sort by", show=False, key_display="F6", tooltip="Sort by a column chosen from a list"
+        ),
+        Binding("M", "sort_by('gpu_mem')", "GPU memory", show=False, tooltip="Sort by GPU memory, largest first"),
+        Binding("P", "sort_by('cpu')", "CPU", show=False, tooltip="Sort by %CPU, largest first"),
+        Binding(
+            "less_than_sign",
+            "sort_step(-1)",
+            "Sort left",
+            show=False,
+            key_display="< >",
+            tooltip="Sort by the column to the left, or (>) to the right",
+        ),
+        Binding("greater_than_sign", "sort_step(1)", "Sort right", show=False),
+        Binding("r", "reverse_sort", "Reverse", show=False, tooltip="Reverse the sort order (I too)"),
         Binding("c", "toggle_compute", "Compute only", show=False, tooltip="Show compute processes only"),
         Binding("m", "toggle_mine", "Mine only", show=False, tooltip="Show my processes only"),
         Binding(
-            "k", "signal", "Signal", tooltip="Send SIGINT, SIGTERM or SIGKILL to the selected process (asks first)"
+            "k",
+            "signal",
+            "Signal",
+            tooltip="Send SIGINT, SIGTERM or SIGKILL to the selected process, asking first (F9 too)",
         ),
         Binding(
             "l",
@@ -91,6 +117,11 @@ class DashboardScreen(Screen[None]):
             show=False,
             tooltip="The job of the selected process: its ranks side by side, the straggler marked, its findings",
         ),
+        # htop's keys for the same actions, out of the footer: the tooltips above name them for the key help.
+        Binding("f3,f4", "filter", "Filter", show=False),
+        Binding("f5", "toggle_tree", "Tree", show=False),
+        Binding("I", "reverse_sort", "Reverse", show=False),
+        Binding("f9", "signal", "Signal", show=False),
     ]
 
     options: var[ViewOptions] = var(ViewOptions)
@@ -126,6 +157,7 @@ class DashboardScreen(Screen[None]):
         self.watch(app, "paused", self._show_status)
         self.watch(app, "interval_s", self._show_status)
         self.watch(app, "advice_note", self._show_advice_note, init=False)
+        self.watch(app, "final", self._show_final, init=False)
         self.query_one(ProcessTable).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -142,7 +174,10 @@ class DashboardScreen(Screen[None]):
         if snap is None:
             return
         app = self.gputop
-        self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
+        if app.final is None:
+            self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
+        else:  # the job's end first; what its last snapshot said of it then is history
+            self.query_one(Banner).messages = (app.final.message, *app.notices, *screen_messages(snap, None))
         gpus = snap.gpus if app.focus_pid is None else focus_gpus(snap, app.focus_pid)
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
@@ -165,12 +200,18 @@ class DashboardScreen(Screen[None]):
         view = training_target(snap, app.focus_pid, selected.pid if selected else None, self.training_pid)
         self.training_pid = None if view is None else view.pid
         detailed = app.focus_pid is not None and self.size.height >= DETAILED_TRAINING_MIN_HEIGHT
-        shown = None if view is None else TrainingShown(view, snap.time, gpu_totals(snap), detailed)
+        final = app.final is not None
+        shown = None if view is None else TrainingShown(view, snap.time, gpu_totals(snap), detailed, final=final)
         self.query_one(TrainingPanel).show(shown, app.history.processes.get(view.pid) if view else None)
         # The PID is worth its room only when a finding is about another process than the panel's.
         others = any(a.pid != self.training_pid for a in app.advice)
         limit = 5 if self.size.height >= DETAILED_TRAINING_MIN_HEIGHT else 3
-        self.query_one(AdvicePanel).shown = AdviceShown(app.advice, show_pid=others, limit=limit, note=app.advice_note)
+        self.query_one(AdvicePanel).shown = AdviceShown(
+            app.advice, show_pid=others, limit=limit, note=app.advice_note, final=final
+        )
+
+    def _show_final(self) -> None:
+        self._show_snapshot(self.gputop.snapshot)
 
     def _show_advice_note(self) -> None:
         self._show_training()
@@ -283,9 +324,27 @@ class DashboardScreen(Screen[None]):
         self.options = replace(self.options, mine_only=not self.options.mine_only)
 
     def action_next_sort(self) -> None:
-        keys = [c.key for c in COLUMNS]
-        following = keys[(keys.index(self.options.sort_key) + 1) % len(keys)]
-        self.options = replace(self.options, sort_key=following, reverse=False)
+        self.action_sort_step(1)
+
+    def action_sort_step(self, step: int) -> None:
+        """Sort by the column ``step`` columns to the right (left, when negative) of the sorted one, among those on
+        screen (MIG and CONTAINER while shown; a sorted column no longer shown counts as just outside the ends)."""
+        keys = [c.key for c in self.query_one(ProcessTable).columns] or [c.key for c in COLUMNS]
+        key = self.options.sort_key
+        at = keys.index(key) if key in keys else (-1 if step > 0 else len(keys))
+        self.action_sort_by(keys[(at + step) % len(keys)])
+
+    def action_sort_by(self, key: str) -> None:
+        self.options = replace(self.options, sort_key=key, reverse=False)
+
+    def action_sort_menu(self) -> None:
+        from gputop.ui.screens.sort import SortScreen
+
+        def chosen(key: str | None) -> None:
+            if key is not None:
+                self.action_sort_by(key)
+
+        self.app.push_screen(SortScreen(self.query_one(ProcessTable).columns, self.options.sort_key), chosen)
 
     def action_reverse_sort(self) -> None:
         self.options = replace(self.options, reverse=not self.options.reverse)
@@ -315,4 +374,6 @@ class DashboardScreen(Screen[None]):
 
         row = self.query_one(ProcessTable).selected
         if row is not None and not self.gputop.readonly:
-            confirm_and_signal(self.app, row.pid, row.start_time, row.user, row.command or row.name)
+            confirm_and_signal(
+                self.app, row.pid, row.start_time, row.user, row.command or row.name, visible=row.visible
+            )

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
 
-from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_number, fmt_percent
+from gputop.formatting import NA, counted, fmt_bytes, fmt_duration, fmt_percent
 from gputop.model import HostProcess, Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
@@ -53,7 +53,7 @@ def detail_lines(
     gpu_side = [p for p in snap.processes if p.pid == pid]
     title = Text(f"PID {pid}  ", style=p.label)
     title.append(host.name or NA, style=p.label)
-    facts = [f"user {host.user or NA}", f"status {host.status or NA}", f"{fmt_number(host.num_threads)} threads"]
+    facts = [f"user {host.user or NA}", f"status {host.status or NA}", counted(host.num_threads, "thread")]
     if host.ppid is not None:
         parent = snap.host_process(host.ppid)
         facts.append(f"parent {host.ppid}" + (f" ({parent.name})" if parent and parent.name else ""))
@@ -123,7 +123,8 @@ def _container_line(host: HostProcess, p: Palette) -> Text:
     line.append(container.label if container.id is None else f"{container.runtime} {container.id}")
     if container.pod_uid is not None:
         line.append(f"  pod {container.pod_uid}")
-    line.append(f"  {container.path}", style=p.dim)
+    if container.runtime != "cgroup":  # a bare cgroup's label is its path already
+        line.append(f"  {container.path}", style=p.dim)
     return line
 
 
@@ -185,6 +186,7 @@ class ProcessDetailScreen(Screen[None]):
         self.watch(app, "snapshot", self._refresh_detail)
         self.watch(app, "paused", self._refresh_detail)
         self.watch(app, "interval_s", self._refresh_detail)
+        self.watch(app, "final", self._refresh_detail, init=False)
 
     def _refresh_detail(self) -> None:
         app: GputopApp = self.app  # type: ignore[assignment]
@@ -199,4 +201,6 @@ class ProcessDetailScreen(Screen[None]):
         snap = app.snapshot
         host = snap.host_process(self.pid) if snap is not None else None
         if host is not None and not app.readonly:
-            confirm_and_signal(app, self.pid, host.start_time, host.user, host.command or host.name)
+            confirm_and_signal(
+                app, self.pid, host.start_time, host.user, host.command or host.name, visible=host.visible
+            )

@@ -18,7 +18,7 @@ from gputop.ui.job_target import job_findings, straggler_pid
 from gputop.ui.process_rows import Column
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.text.gpu import Palette
-from gputop.ui.text.job import CELL_PADDING, job_columns, job_title, rank_cells, rank_rows
+from gputop.ui.text.job import CELL_PADDING, job_columns, job_title, probe_hint, rank_cells, rank_rows
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
@@ -38,6 +38,7 @@ class JobScreen(Screen[None]):
 
     DEFAULT_CSS = """
     JobScreen #job-gone { padding: 1 2; display: none; }
+    JobScreen #job-note { height: auto; padding: 0 1; color: $text-muted; display: none; }
     JobScreen #job-ranks {
         height: 1fr;
         min-height: 4;
@@ -80,6 +81,7 @@ class JobScreen(Screen[None]):
         yield StatusBar()
         yield AdvicePanel()
         yield Static(id="job-gone", markup=False)
+        yield Static(id="job-note", markup=False)
         yield DataTable(id="job-ranks", cursor_type="row", zebra_stripes=False, cell_padding=CELL_PADDING)
         yield Footer()
 
@@ -88,6 +90,7 @@ class JobScreen(Screen[None]):
         self.watch(app, "snapshot", self._show)
         self.watch(app, "paused", self._show_status)
         self.watch(app, "interval_s", self._show_status)
+        self.watch(app, "final", self._show_status, init=False)
         self.watch(app, "advice_note", self._show, init=False)
         self.query_one(DataTable).focus()
 
@@ -118,6 +121,11 @@ class JobScreen(Screen[None]):
         if gone.display != (job is None):
             gone.display = job is None
             table.display = job is not None
+        note = self.query_one("#job-note", Static)
+        hint = "" if job is None else probe_hint(job)
+        if note.content != hint:  # untouched when unchanged, to spare a repaint
+            note.update(hint)
+            note.display = bool(hint)
         if job is None:
             gone.update(self._missing_words(snap))
             self.query_one(AdvicePanel).shown = AdviceShown(())

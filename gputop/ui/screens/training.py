@@ -69,6 +69,7 @@ class TrainingScreen(Screen[None]):
         self.watch(app, "paused", self._refresh_status)
         self.watch(app, "interval_s", self._refresh_status)
         self.watch(app, "advice_note", self._refresh_training, init=False)
+        self.watch(app, "final", self._refresh_training, init=False)
 
     def on_resize(self) -> None:
         self._arrange()
@@ -96,10 +97,12 @@ class TrainingScreen(Screen[None]):
             self.query_one(AdvicePanel).shown = AdviceShown(())
             self._arrange()
             return
-        shown = TrainingShown(view, snap.time, gpu_totals(snap), detailed=True, worker_rows=len(view.workers))
+        final = app.final is not None
+        rows = len(view.workers)
+        shown = TrainingShown(view, snap.time, gpu_totals(snap), detailed=True, worker_rows=rows, final=final)
         self.query_one(TrainingPanel).show(shown, app.history.processes.get(self.pid))
         advice = job_advice(app.advice, snap, view)
-        self.query_one(AdvicePanel).shown = AdviceShown(advice, full=True, note=app.advice_note)
+        self.query_one(AdvicePanel).shown = AdviceShown(advice, full=True, note=app.advice_note, final=final)
         self._arrange()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -53,42 +53,59 @@ def evidence_value(name: str, value: object) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+TITLE_MIN_CELLS = 12
+"""The least of a title kept beside the change to make; with less room the change goes on a line of its own."""
+
+
 def brief_lines(
     advice: Sequence[Advice], width: int, p: Palette, show_pid: bool, limit: int | None = None
 ) -> list[Text]:
-    """One line per finding, most urgent first: mark, title and the suggested settings; at most ``limit`` lines,
+    """A line per finding, most urgent first: mark, title and the suggested settings; at most ``limit`` lines,
     the last of them then saying how many more there are."""
-    shown = list(advice)
-    hidden = 0
-    if limit is not None and len(shown) > limit:
-        shown, hidden = shown[: max(0, limit - 1)], len(shown) - max(0, limit - 1)
-    lines = []
-    for item in shown:
-        line = mark(item, p)
-        if show_pid:
-            line.append(f"PID {item.pid}{'+' if item.pids else ''}  ", style=p.label)
-        tail = Text()
-        if item.suggest:
-            tail.append("  → ", style=p.label).append(item.suggest_text, style="bold")
-        # The change to make matters more than the end of the title: the title gives way first.
-        room = width - line.cell_len - tail.cell_len
-        title = Text(item.title)
-        if room >= 12:
-            title.truncate(room, overflow="ellipsis")
-        line.append_text(title).append_text(tail)
-        line.truncate(width, overflow="ellipsis")
-        lines.append(line)
-    if hidden:
-        lines.append(Text(f"{'':{INDENT}}… {hidden} more: l shows every finding in full", style=p.dim))
+    lines: list[Text] = []
+    for n, item in enumerate(advice):
+        finding = _brief(item, width, p, show_pid)
+        more_after = n + 1 < len(advice)
+        if limit is not None and len(lines) + len(finding) + more_after > limit:
+            hidden = len(advice) - n
+            lines.append(Text(f"{'':{INDENT}}… {hidden} more: l shows every finding in full", style=p.dim))
+            break
+        lines += finding
     return lines
 
 
-def _wrapped(text: str, width: int, style: Style | str, first: str = "") -> list[Text]:
+def _brief(item: Advice, width: int, p: Palette, show_pid: bool) -> list[Text]:
+    """One finding in a line, or in two where the change to make does not fit beside enough of the title: the
+    change is never cut (it is what the line is for); the title gives way first."""
+    line = mark(item, p)
+    if show_pid:
+        line.append(f"PID {item.pid}{'+' if item.pids else ''}  ", style=p.label)
+    change = Text()
+    if item.suggest:
+        change.append("→ ", style=p.label).append(item.suggest_text, style="bold")
+    title = Text(item.title)
+    room = width - line.cell_len - (2 + change.cell_len if change else 0)
+    if not change or title.cell_len <= room or room >= TITLE_MIN_CELLS:
+        title.truncate(max(room, 0), overflow="ellipsis")
+        line.append_text(title)
+        if change:
+            line.append("  ", style=p.label).append_text(change)
+        line.truncate(width, overflow="ellipsis")
+        return [line]
+    line.append_text(title)
+    line.truncate(width, overflow="ellipsis")
+    below = Text(" " * INDENT).append_text(change)
+    below.truncate(width, overflow="ellipsis")
+    return [line, below]
+
+
+def _wrapped(text: str, width: int, style: Style | str, first: str = "", first_style: Style | str = "") -> list[Text]:
+    """``text`` at the text column, after ``first`` (``→ ``, ``evidence: ``), broken between words to ``width``."""
     body = textwrap.wrap(text, max(10, width - INDENT - len(first)), break_on_hyphens=False) or [""]
     out = []
     for n, chunk in enumerate(body):
-        lead = " " * INDENT + (first if n == 0 else " " * len(first))
-        out.append(Text(lead) + Text(chunk, style=style))
+        lead = Text(" " * INDENT).append(first if n == 0 else " " * len(first), style=first_style if n == 0 else "")
+        out.append(lead.append(chunk, style=style))
     return out
 
 
@@ -99,18 +116,21 @@ def full_lines(advice: Sequence[Advice], width: int, p: Palette) -> list[Text]:
     for item in advice:
         if lines:
             lines.append(Text())
-        head = mark(item, p)
-        head.append(item.title, style="bold")
-        lines.append(head)
+        title = _wrapped(item.title, width, "bold")
+        title[0] = mark(item, p).append_text(title[0][INDENT:])
+        lines += title
         lines += _wrapped(item.detail, width, p.dim)
         lines += _wrapped(item.action, width, "", first="→ ")
         if item.suggest:
-            lines.append(Text(" " * INDENT) + Text("suggest ", style=p.label) + Text(item.suggest_text, style="bold"))
+            lines += _wrapped(item.suggest_text, width, "bold", first="suggest ", first_style=p.label)
         evidence = " · ".join(f"{name} {evidence_value(name, value)}" for name, value in item.evidence.items())
         if evidence:
             lines += _wrapped(evidence, width, p.dim, first="evidence: ")
         since = time.strftime("%H:%M:%S", time.localtime(item.since))
-        lines.append(Text(f"{'':{INDENT}}{item.id} · {who(item)} · from {item.source} · since {since}", style=p.dim))
+        origin = _wrapped(f"{item.id} · {who(item)} · from {item.source} · since {since}", width, "")
+        for line in origin:
+            line.stylize(p.dim)
+        lines += origin
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines

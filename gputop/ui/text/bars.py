@@ -6,6 +6,7 @@ terminals, screenshots); colour only adds emphasis. An unreadable value draws an
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from rich.style import Style
 from rich.text import Text
 
@@ -33,9 +34,10 @@ def core_columns(percents: tuple[float, ...]) -> str:
 
 
 def fit(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells with an ellipsis, or padded to it."""
+    """``text`` cut to ``width`` cells with an ellipsis, or padded to it; counted in terminal cells, so a name in
+    wide characters (a remote host's user, a GPU's name) keeps the columns after it in line."""
     if width <= 0:
         return ""
-    if len(text) > width:
-        return text[: width - 1] + "…"
-    return text.ljust(width)
+    if cell_len(text) > width:
+        return set_cell_size(text, width - 1) + "…"
+    return set_cell_size(text, width)

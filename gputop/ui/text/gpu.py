@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_number, fmt_percent
-from gputop.model import GPU_LOST_STATE, GPU_OK, MIG_ENABLED, Gpu, GpuProcess, MigInstance
+from gputop.model import GPU_LOST_STATE, GPU_OK, MEASURING, MIG_ENABLED, Gpu, GpuProcess, MigInstance
 from gputop.ui.text.bars import fit, meter
 
 THROTTLE_NAMES = {
@@ -27,6 +27,15 @@ THROTTLE_NAMES = {
     "display_clock_setting": "display clock",
 }
 """Clock-event reasons that slow a GPU down; ``gpu_idle`` is left out: an idle GPU is not throttled."""
+
+MEMORY_CELLS = 22
+"""``60.0GiB / 80.0GiB  75%``: used and total right-aligned in 7 cells each, so every GPU's figures line up."""
+MIG_MEMORY_CELLS = 17
+"""An instance's ``31.0GiB / 39.2GiB``."""
+MIG_COUNT_CELLS = 10
+"""``  2 procs``, ``  12 procs``: the count closes an instance's row in a cell of its own, so a ``1 proc`` row is
+not a cell wider than the rest."""
+MEASURING_MARK = "…"
 
 MEMORY_WARN = 0.90
 MEMORY_CRIT = 0.98
@@ -186,10 +195,13 @@ def _bar_line(label: str, fraction: float | None, style: Style, info: Text, spar
     return line
 
 
-def _memory_info(gpu: Gpu, p: Palette) -> Text:
-    info = _value(fmt_bytes(gpu.memory_used_bytes), p)
+def _memory_info(gpu: Gpu, p: Palette, full: bool = False) -> Text:
+    """``60.0GiB / 80.0GiB  75%`` in ``MEMORY_CELLS``, or ``N/A`` with the reason, in ``full`` words where asked."""
+    if gpu.memory_used_bytes is None:
+        return Text(f"{NA} ({gpu.memory_reason(full)})", style=p.dim)
+    info = _value(fmt_bytes(gpu.memory_used_bytes).rjust(7), p)
     info.append(" / ")
-    info.append_text(_value(fmt_bytes(gpu.memory_total_bytes), p))
+    info.append_text(_value(fmt_bytes(gpu.memory_total_bytes).rjust(7), p))
     fraction = gpu.memory_used_fraction
     info.append(" ")
     info.append_text(_value(fmt_percent(None if fraction is None else fraction * 100).rjust(4), p))
@@ -204,10 +216,10 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette, mig_processes: 
             Text("Nothing can be read from it; gputop keeps trying to reopen it.", style=p.dim),
         ]
     fraction = gpu.memory_used_fraction
-    lines = [_bar_line("MEM", fraction, _memory_style(fraction, p), _memory_info(gpu, p), sparks.memory, width, p)]
+    memory = _memory_info(gpu, p, full=True)
+    lines = [_bar_line("MEM", fraction, _memory_style(fraction, p), memory, sparks.memory, width, p)]
     if in_mig(gpu):
-        counts = list(mig_processes) + [0] * (len(gpu.mig) - len(mig_processes))
-        lines += [mig_line(m, n, width, p) for m, n in zip(gpu.mig, counts)]
+        lines += mig_lines(gpu.mig, mig_processes, width, p)
         if not gpu.mig:
             lines.append(Text("MIG mode, no instance created (nvidia-smi mig -cgi … -C)", style=p.dim))
         lines += _stat_lines(gpu, p)
@@ -278,40 +290,73 @@ def _stat_lines(gpu: Gpu, p: Palette) -> list[Text]:
 
 
 def _instance_memory(instance: MigInstance, p: Palette) -> Text:
-    info = _value(fmt_bytes(instance.memory_used_bytes), p)
+    if instance.memory_used_bytes is None:
+        return Text(f"{NA} ({instance.unavailable.get('memory_used_bytes') or 'no reason given'})", style=p.dim)
+    info = _value(fmt_bytes(instance.memory_used_bytes).rjust(7), p)
     info.append(" / ")
     info.append_text(_value(fmt_bytes(instance.memory_total_bytes), p))
     return info
 
 
-def _activity(label: str, value: float | None, p: Palette) -> Text:
-    text = Text(label, style=p.label)
-    text.append_text(_value(fmt_percent(value).rjust(4), p))
+def _activity_value(instance: MigInstance, name: str, p: Palette) -> Text:
+    value: float | None = getattr(instance, name)
+    if value is None and instance.unavailable.get(name) == MEASURING:
+        return Text(MEASURING_MARK.rjust(4), style=p.dim)
+    return _value(fmt_percent(value).rjust(4), p)
+
+
+def mig_activity(instance: MigInstance, p: Palette, tensor: str = "tensor") -> Text:
+    """``SM  79%  tensor  53%``; where neither could be read for one reason, that reason once:
+    ``SM, tensor: unsupported`` (GPM, which measures them per instance, is Hopper's and newer's)."""
+    names = ("sm_activity_percent", "tensor_activity_percent")
+    reasons = {instance.unavailable.get(name) for name in names if getattr(instance, name) is None}
+    if len(reasons) == 1 and instance.sm_activity_percent is None and instance.tensor_activity_percent is None:
+        reason = reasons.pop()
+        if reason not in (None, MEASURING):
+            return Text(f"SM, {tensor}: {reason}", style=p.dim)
+    text = Text("SM ", style=p.label)
+    text.append_text(_activity_value(instance, names[0], p))
+    text.append(f"  {tensor} ", style=p.label)
+    text.append_text(_activity_value(instance, names[1], p))
     return text
 
 
-def mig_line(instance: MigInstance, processes: int, width: int, p: Palette) -> Text:
-    """One MIG instance under its GPU: slot, profile and GPU instance id, a memory bar, SM and tensor activity
-    (GPM, N/A before Hopper), and how many processes run on it."""
-    gi = "?" if instance.gpu_instance_id is None else str(instance.gpu_instance_id)
-    line = Text(f" {instance.index} ", style=p.label)
-    line.append(fit(instance.profile or NA, 8))
-    line.append(f" GI {gi:<3}", style=p.label)
-    fraction = instance.memory_used_fraction
-    memory = _instance_memory(instance, p)
-    activity = _activity("  SM ", instance.sm_activity_percent, p)
-    activity.append_text(_activity("  tensor ", instance.tensor_activity_percent, p))
-    count = Text(f"  {processes} proc{'' if processes == 1 else 's'}", style=p.label if processes else p.dim)
-    rest = 1 + max(19, memory.cell_len) + activity.cell_len + count.cell_len
-    bar = max(4, width - line.cell_len - rest)
-    line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
-    line.append(" ")
-    memory.pad_right(max(0, 19 - memory.cell_len))
-    line.append_text(memory)
-    line.append_text(activity)
-    line.append_text(count)
-    line.truncate(width)
-    return line
+def _process_count(processes: int, p: Palette) -> Text:
+    """``  1 proc``, ``  2 procs``, padded to ``MIG_COUNT_CELLS`` so what follows starts in one column."""
+    words = f"  {processes} proc{'' if processes == 1 else 's'}"
+    return Text(words.ljust(MIG_COUNT_CELLS), style=p.label if processes else p.dim)
+
+
+def mig_lines(instances: Sequence[MigInstance], processes: Sequence[int], width: int, p: Palette) -> list[Text]:
+    """A row per MIG instance under its GPU: slot, profile and GPU instance id, a memory bar, SM and tensor
+    activity (GPM), and how many processes run on it. ``processes``: the count of each instance, in order.
+
+    Every part has one width on all the rows of a card, so the rows line up as columns whatever each holds."""
+    counts = list(processes) + [0] * (len(instances) - len(processes))
+    memories = [_instance_memory(m, p) for m in instances]
+    activities = [mig_activity(m, p) for m in instances]
+    memory_cells = max([MIG_MEMORY_CELLS, *(m.cell_len for m in memories)])
+    activity_cells = max([0, *(a.cell_len for a in activities)])
+    lines = []
+    for instance, memory, activity, count in zip(instances, memories, activities, counts):
+        gi = "?" if instance.gpu_instance_id is None else str(instance.gpu_instance_id)
+        line = Text(f" {instance.index} ", style=p.label)
+        line.append(fit(instance.profile or NA, 8))
+        line.append(f" GI {gi:<3}", style=p.label)
+        rest = 1 + memory_cells + 2 + activity_cells + MIG_COUNT_CELLS
+        bar = max(4, width - line.cell_len - rest)
+        fraction = instance.memory_used_fraction
+        line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
+        line.append(" ")
+        memory.pad_right(memory_cells - memory.cell_len)
+        line.append_text(memory)
+        line.append("  ")
+        activity.pad_right(activity_cells - activity.cell_len)
+        line.append_text(activity)
+        line.append_text(_process_count(count, p))
+        line.truncate(width)
+        lines.append(line)
+    return lines
 
 
 def compact_mig_line(instance: MigInstance, processes: int, width: int, p: Palette) -> Text:
@@ -325,9 +370,11 @@ def compact_mig_line(instance: MigInstance, processes: int, width: int, p: Palet
     bar = 12 if width >= 120 else 6
     line.append_text(meter(fraction, bar, _memory_style(fraction, p), p.track))
     line.append_text(_value(fmt_percent(_times_100(fraction)).rjust(5), p))
-    line.append_text(_activity("  SM ", instance.sm_activity_percent, p))
-    line.append_text(_activity("  TC ", instance.tensor_activity_percent, p))
-    line.append(f"  {processes} proc{'' if processes == 1 else 's'}", style=p.label if processes else p.dim)
+    line.append("  ")
+    line.append_text(mig_activity(instance, p, tensor="TC"))
+    line.append_text(_process_count(processes, p))
+    if fraction is None:
+        line.append(f"  memory: {instance.unavailable.get('memory_used_bytes') or 'no reason given'}", style=p.dim)
     line.truncate(width)
     return line
 
@@ -357,7 +404,11 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
         line.truncate(width)
         return line
     fraction = gpu.memory_used_fraction
-    memory = _memory_info(gpu, p) if wide else _value(fmt_percent(_times_100(fraction)).rjust(4), p)
+    if wide:
+        memory = _memory_info(gpu, p)
+        memory.truncate(MEMORY_CELLS, overflow="ellipsis", pad=True)
+    else:
+        memory = _value(fmt_percent(_times_100(fraction)).rjust(4), p)
     flag_width = 18 if wide else 2
     spark_cells = len(spark) + 2 if spark else 0
     work = _compact_real_work(gpu, wide, p) if has_real_work(gpu) else Text()
@@ -368,8 +419,14 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
     line.append(" ")
     line.append_text(memory)
     if in_mig(gpu):
+        # The BUSY bar's room, and SM's where GPM gives none: on a narrow row the reason memory reads N/A goes
+        # first (each instance's memory is on its own row below).
+        cells = bar + 11 + (0 if has_sm_activity(gpu) else 8)
         count = len(gpu.mig)
-        line.append(fit(f" MIG · {count} instance{'' if count == 1 else 's'}", bar + 11), style=p.label)
+        note = f" MIG · {count} instance{'' if count == 1 else 's'}"
+        if gpu.memory_used_bytes is None and not wide:
+            note = f" ({gpu.memory_reason()}) MIG · {count}"
+        line.append(fit(note, cells), style=p.label)
     else:
         line.append(" BUSY ", style=p.label)
         line.append_text(meter(_percent_of(gpu.utilization_gpu_percent), bar, p.fill, p.track))
@@ -377,7 +434,7 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
     if has_sm_activity(gpu):
         line.append(" SM ", style=p.label)
         line.append_text(_value(fmt_percent(gpu.sm_activity_percent).rjust(4), p))
-    else:
+    elif not in_mig(gpu):
         line.append(" " * 8)
     line.append_text(work)
     hot = gpu.temperature_c is not None and gpu.temperature_c >= HOT_C

@@ -14,18 +14,21 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
-from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent
+from gputop.formatting import NA, fmt_age, fmt_bytes, fmt_number, fmt_percent, short_command
 from gputop.jobs import Job, find_jobs, merge_jobs
 from gputop.model import GPU_OK, GpuProcess, HostProcess, Snapshot
 from gputop.remote.status import CONNECTING, LIVE, STALE, HostStatus
 from gputop.ui.history import History
 from gputop.ui.text.bars import fit, meter
 from gputop.ui.text.gpu import HOT_C, Palette, compact_line, has_sm_activity
+from gputop.ui.text.job import job_user
 
 PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""
 STATE_CELLS = 11
 UPDATED_CELLS = 7
+MEMORY_CELLS = 15
+"""``60.0GiB/80.0GiB``: two figures of ``fmt_bytes`` (7 cells at most) and the slash, never cut."""
 TOP_PROCESS_MIN_WIDTH = 120
 
 
@@ -119,7 +122,7 @@ class SummaryLayout:
 
 def summary_layout(names: Sequence[str], width: int) -> SummaryLayout:
     name = min(24, max([4, *map(len, names)]))
-    fixed = 2 + name + 1 + STATE_CELLS + 5 + 2 + 5 + 2 + 13 + 7 + 8 + 1 + UPDATED_CELLS
+    fixed = 2 + name + 1 + STATE_CELLS + 5 + 2 + 5 + 2 + MEMORY_CELLS + 7 + 8 + 1 + UPDATED_CELLS
     temperature = power = True
     if width - fixed < 4:
         power = False
@@ -134,7 +137,7 @@ def summary_layout(names: Sequence[str], width: int) -> SummaryLayout:
 
 def summary_header(layout: SummaryLayout, width: int, p: Palette) -> Text:
     line = Text("  " + "HOST".ljust(layout.name) + " " + "STATE".ljust(STATE_CELLS) + " GPUS", style=p.label)
-    line.append("  " + "BUSY".ljust(layout.bar + 5) + "  " + "GPU MEMORY".ljust(13), style=p.label)
+    line.append("  " + "BUSY".ljust(layout.bar + 5) + "  " + "GPU MEMORY".ljust(MEMORY_CELLS), style=p.label)
     if layout.temperature:
         line.append("  " + "TEMP".rjust(5), style=p.label)
     if layout.power:
@@ -176,7 +179,7 @@ def summary_line(
     line.append_text(_value(fmt_percent(busy).rjust(5), p))
     memory = f"{fmt_bytes(totals.memory_used_bytes)}/{fmt_bytes(totals.memory_total_bytes)}"
     line.append("  ")
-    line.append_text(_value(fit(memory if totals.memory_total_bytes else NA, 13), p))
+    line.append_text(_value(fit(memory if totals.memory_total_bytes else NA, MEMORY_CELLS), p))
     if layout.temperature:
         hot = totals.hottest_c is not None and totals.hottest_c >= HOT_C
         line.append("  ")
@@ -191,30 +194,37 @@ def summary_line(
         top = totals.top.host or HostProcess(totals.top.pid)
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
-        line.append(top.command or top.name or NA)
+        line.append(short_command(top.command) if top.command else top.name or NA)
     _append_notice(line, status, width, p)
     line.truncate(width, overflow="ellipsis")
     return line
 
 
-def host_line(name: str, snap: Snapshot, p: Palette) -> Text:
-    """The machine behind the host: its own name (where it differs from ``name``), driver, CPU and memory."""
-    line = Text(snap.host.hostname + "  " if snap.host.hostname != name else "", style=Style(bold=True))
-    driver = snap.driver
+def host_line(name: str, snap: Snapshot, width: int, p: Palette) -> Text:
+    """The machine behind the host: its own name (where it differs from ``name``), driver, CPU and memory.
+
+    Where they do not all fit, the load and then the driver are left out whole, so no figure is cut into another
+    (``MEM 612GiB / 10…`` reads as 10)."""
+    host, driver = snap.host, snap.driver
+    own = Text(host.hostname + "  " if host.hostname != name else "", style=Style(bold=True))
+    versions = Text()
     if driver.ok:
-        line.append("driver ", style=p.label)
-        line.append(driver.driver_version or NA)
-        line.append("  CUDA ", style=p.label)
-        line.append(driver.cuda_version or NA)
-    host = snap.host
-    line.append("   CPU " if driver.ok else "CPU ", style=p.label)
-    line.append_text(_value(fmt_percent(host.cpu_percent), p))
-    line.append(f" of {host.cpu_count}", style=p.label)
+        versions.append("driver ", style=p.label).append(driver.driver_version or NA)
+        versions.append("  CUDA ", style=p.label).append(driver.cuda_version or NA)
+    cpu = Text().append("CPU ", style=p.label).append_text(_value(fmt_percent(host.cpu_percent), p))
+    cpu.append(f" of {host.cpu_count}", style=p.label)
+    cpu_load = cpu.copy()
     if host.load_average is not None:
-        line.append("  load ", style=p.label)
-        line.append(f"{host.load_average[0]:.2f}")
-    line.append("   MEM ", style=p.label)
-    line.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+        cpu_load.append("  load ", style=p.label).append(f"{host.load_average[0]:.2f}")
+    memory = Text().append("MEM ", style=p.label)
+    memory.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+    for parts in ((versions, cpu_load), (versions, cpu), (cpu,)):
+        line = own.copy()
+        for part in (*parts, memory):
+            if part:
+                line.append("   " if line.plain.strip() else "", style=p.label).append_text(part)
+        if line.cell_len <= width:
+            break
     return line
 
 
@@ -233,7 +243,7 @@ def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
     line.append(" ")
     line.append_text(_value(fmt_percent(host.cpu_percent).rjust(5), p))
     line.append("  ")
-    line.append(host.command or host.name or NA)
+    line.append(short_command(host.command) if host.command else host.name or NA)
     line.truncate(width, overflow="ellipsis")
     return line
 
@@ -251,7 +261,7 @@ def section_lines(
     state = status.shown_state(now)
     if state not in (LIVE, STALE) or snap is None:
         return _down_lines(status, snap, now, width, p)
-    lines = [host_line(status.name, snap, p)]
+    lines = [host_line(status.name, snap, width, p)]
     if state == STALE and status.last_snapshot_at is not None:
         lines[0].append(f"   no update for {fmt_age(now - status.last_snapshot_at)}", style=p.warn)
     notice = stream_notice(status)
@@ -334,7 +344,7 @@ def job_lines(jobs: Sequence[Job], width: int, p: Palette) -> list[Text]:
     for job in jobs:
         line = Text("JOB ", style=p.label)
         line.append(f"{job.id}  ", style=Style(bold=True))
-        line.append(f"{job.kind}  ")
+        line.append(f"{job.kind}  user {job_user(job)}  ")
         seen = len(job.ranks)
         world = f" of {job.world_size}" if job.world_size and job.world_size != seen else ""
         counts = {host: sum(1 for r in job.ranks if r.host == host) for host in job.hosts}

@@ -15,8 +15,8 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_percent
-from gputop.jobs import Job, JobRank
-from gputop.model import Snapshot
+from gputop.jobs import JOB_TORCHRUN, Job, JobRank
+from gputop.model import PROBE_AWAITED, PROBE_NONE, Snapshot
 from gputop.sanitize import printable
 from gputop.ui.process_rows import Column
 from gputop.ui.text.gpu import Palette
@@ -66,6 +66,11 @@ class RankRow:
     workers: int = 0
     workers_cpu_percent: float | None = None
     straggler: bool = False
+
+
+def job_user(job: Job) -> str:
+    """Whom the job's ranks run as, printable (a remote host's or a recording's words), N/A where unknown."""
+    return NA if job.user is None else printable(job.user)
 
 
 def distributed(job: Job) -> bool:
@@ -198,11 +203,13 @@ def rank_cells(row: RankRow, columns: Sequence[Column], p: Palette) -> tuple[Tex
 
 
 def job_title(job: Job, rows: Sequence[RankRow]) -> str:
-    """``Job 1a2b3c4d · torchrun · 4 ranks of 4 · rank 2 holds the others back``."""
+    """``Job 1a2b3c4d of alice · torchrun · 4 ranks of 4 · straggler: rank 2 (PID 7002)``: whose it is, since only
+    one user's ranks make a job."""
     ranks = f"{len(job.ranks)} rank" + ("s" if len(job.ranks) != 1 else "")
     if job.world_size is not None and job.world_size != len(job.ranks):
         ranks += f" of {job.world_size}"
-    parts = [f"Job {job.id}", job.kind, ranks]
+    owner = f"Job {job.id} of {job_user(job)}" if job.user is not None else f"Job {job.id} · user {NA}"
+    parts = [owner, job.kind, ranks]
     hosts = [h for h in job.hosts if h]
     if len(hosts) > 1:
         parts.append(f"{len(hosts)} hosts")
@@ -210,3 +217,22 @@ def job_title(job: Job, rows: Sequence[RankRow]) -> str:
     if straggler is not None:
         parts.append(f"straggler: rank {'?' if straggler.rank is None else straggler.rank} (PID {straggler.pid})")
     return " " + " · ".join(parts) + " "
+
+
+def probe_hint(job: Job) -> str:
+    """What a job view needs said when ranks have no probe report, so their step rate and waits read N/A: how to
+    get one, or that the first is on its way; "" when every rank has a report (or a reason of its own)."""
+    missing = [r for r in job.ranks if r.view.probe.status == PROBE_NONE]
+    unprobed = [r for r in missing if r.view.probe.reason != PROBE_AWAITED]
+    figures = "STEPS/S, DATA WAIT and SYNC WAIT" if distributed(job) else "STEPS/S and DATA WAIT"
+    command = "torchrun ..." if job.kind == JOB_TORCHRUN else "python train.py ..."
+    how = f"start the job with gputop run (gputop run -- {command}), or call gputop.probe.install() in it"
+    if unprobed and len(unprobed) == len(job.ranks):
+        return f"No probe report from this job, so {figures} read N/A: {how}."
+    if unprobed:
+        names = ", ".join(f"PID {r.pid}" if r.rank is None else str(r.rank) for r in unprobed)
+        which = f"Rank {names} sends" if len(unprobed) == 1 else f"Ranks {names} send"
+        return f"{which} no probe report, so its {figures} read N/A: {how}."
+    if missing:
+        return "Awaiting the probe's first report: the probe writes once the job iterates a DataLoader."
+    return ""

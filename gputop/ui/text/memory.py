@@ -97,7 +97,10 @@ def breakdown_lines(probe: ProbeReport, width: int, bar: int, p: Palette) -> lis
     with its glyph, its size and its share. Nothing before the job's first optimizer step."""
     lines: list[Text] = []
     glyphs = part_glyphs(p)
-    for device in device_memory(probe):
+    devices = device_memory(probe)
+    for device in devices:
+        if _bookkeeping(device, devices):
+            continue
         where = f"{fmt_bytes(device.total)} {'in host memory' if device.device == 'cpu' else 'in all'}"
         facts = [parts_bar(device, device.total, bar, p), Text(where, style=p.dim), Text(_parameters(device, probe))]
         lines += flow(label(f"MEM {device.device}", p), facts, width)
@@ -110,6 +113,20 @@ def breakdown_lines(probe: ProbeReport, width: int, bar: int, p: Palette) -> lis
             parts.append(_legend(char, style) + Text(f"{PART_NAMES[name]} {fmt_bytes(size)}{share}"))
         lines += flow(label("", p), parts, width)
     return lines
+
+
+BOOKKEEPING_BELOW_BYTES = 1 << 20
+
+
+def _bookkeeping(device: DeviceMemory, devices: tuple[DeviceMemory, ...]) -> bool:
+    """A device that holds no parameters and under a MiB, beside one that holds them: Adam's step counters, which
+    torch keeps on the CPU for a model on the GPU (a few bytes per parameter tensor). A part of its own would say
+    nothing; ``--json`` keeps it."""
+    return (
+        device.parameters == 0
+        and device.total < BOOKKEEPING_BELOW_BYTES
+        and any(other.parameters for other in devices if other is not device)
+    )
 
 
 def _parameters(device: DeviceMemory, probe: ProbeReport) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
@@ -36,18 +37,47 @@ def pin_words(state: str, p: Palette) -> tuple[str, Style]:
 def flow(head: Text, parts: Sequence[Text], width: int, indent: int = LABEL_CELLS) -> list[Text]:
     """``head`` followed by ``parts`` separated by two spaces, wrapped onto lines indented by ``indent`` cells.
 
-    A part never breaks in the middle unless it is wider than a whole line, where it is cut with an ellipsis.
+    A part that fits on a line is never broken: it moves to the next line whole. One wider than a line (a hint
+    that says how to fix something) starts where it is and breaks between words onto the lines below, so none of
+    it is lost; only a single word wider than a line is cut, with an ellipsis.
     """
     lines = [head.copy()]
+    full = width - indent
     for part in parts:
         line = lines[-1]
         gap = PART_GAP if line.cell_len > indent and line.plain.strip() else ""
-        if line.cell_len + len(gap) + part.cell_len > width and line.cell_len > indent:
+        room = width - line.cell_len - len(gap)
+        if part.cell_len > room and line.cell_len > indent and (part.cell_len <= full or _first_word(part) > room):
             line = Text(" " * indent)
             lines.append(line)
-            gap = ""
+            gap, room = "", full
+        pieces = _between_words(part, room, full)
         line.append(gap)
-        line.append_text(part)
+        line.append_text(pieces[0])
+        for piece in pieces[1:]:
+            lines.append(Text(" " * indent).append_text(piece))
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines
+
+
+def _first_word(part: Text) -> int:
+    return cell_len(part.plain.split(" ", 1)[0])
+
+
+def _between_words(part: Text, first: int, rest: int) -> list[Text]:
+    """``part`` broken at spaces into pieces of at most ``first`` cells, then ``rest`` cells each (its styles kept).
+    A word longer than its piece's room stays whole, for the caller to cut."""
+    plain = part.plain
+    cuts: list[int] = []
+    start, room = 0, first
+    while cell_len(plain[start:]) > room:
+        cut = plain.rfind(" ", start + 1, start + room + 1)
+        if cut == -1:
+            break
+        cuts.append(cut)
+        start, room = cut + 1, rest
+    if not cuts:
+        return [part]
+    pieces = part.divide([at for cut in cuts for at in (cut, cut + 1)])
+    return list(pieces)[::2]  # every other piece is the space it broke at

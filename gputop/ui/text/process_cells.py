@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len, set_cell_size
 
-from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent
+from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent, short_command
 from gputop.ui.process_rows import KIND_LABELS, Column, ProcessRow
 
 Part = tuple[str, str]
@@ -33,7 +33,8 @@ def _gpu_value(row: ProcessRow, value: str | None, reason_key: str) -> str:
 
 
 def cell_text(row: ProcessRow, key: str) -> str:
-    """The words in column ``key`` for ``row`` (the command column without its tree drawing)."""
+    """The words in column ``key`` for ``row`` (the command column without its tree drawing, its program by its
+    base name)."""
     if key == "gpu":
         return ",".join(map(str, row.gpus)) or NOT_ON_GPU
     if key == "pid":
@@ -60,7 +61,7 @@ def cell_text(row: ProcessRow, key: str) -> str:
     if row.is_worker:
         return row.name or NA
     if row.command:
-        return row.command
+        return short_command(row.command)
     reason = row.unavailable.get("command")
     return f"({reason})" if reason else NA
 
@@ -83,9 +84,13 @@ def row_cells(row: ProcessRow, columns: tuple[Column, ...]) -> tuple[Cell, ...]:
 
 
 def fit_parts(parts: Cell, width: int, right: bool = False) -> Cell:
-    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right."""
+    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right. The note
+    ``DataLoader worker`` after a worker's name is left out whole where it does not fit, rather than cut to ``…``:
+    the name says as much."""
     if width <= 0:
         return ()
+    if parts and parts[-1][0] == DATALOADER_NOTE and sum(cell_len(text) for text, _ in parts) > width:
+        parts = parts[:-1]
     total = sum(cell_len(text) for text, _ in parts)
     if total <= width:
         pad = (" " * (width - total), "")

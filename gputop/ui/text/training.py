@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
-from gputop.formatting import NA, fmt_percent
+from gputop.formatting import NA, counted, fmt_percent
 from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
@@ -47,13 +48,15 @@ def spark_width(width: int, detailed: bool) -> int:
     return 0 if width < 70 else min(24, (width - 60) // 2 + 8)
 
 
-def title(view: TrainingView) -> str:
-    """``Training · PID 4242 python · rank 0 of 8 · probe ok``."""
+def title(view: TrainingView, final: bool = False) -> str:
+    """``Training · PID 4242 python · rank 0 of 8 · probe ok``, and ``· final`` once its job has ended."""
     parts = ["Training", f"PID {view.pid}" + (f" {view.name}" if view.name else "")]
     probe = view.probe
     if probe.rank is not None:
         parts.append(f"rank {probe.rank}" + (f" of {probe.world_size}" if probe.world_size is not None else ""))
     parts.append(f"probe {probe.status}")
+    if final:
+        parts.append("final")
     return " " + " · ".join(parts) + " "
 
 
@@ -66,6 +69,17 @@ def probe_words(probe: ProbeReport) -> str:
     if probe.status == PROBE_STALE:
         return f"{probe.reason or 'not rewritten lately'}: the job may be frozen, its numbers are not shown"
     return probe.reason or "no reason given"
+
+
+def _probe_pointer(probe: ProbeReport, room: int) -> str:
+    """``probe_words`` where they fit whole; else a few words that say where they are (the summary has one line for
+    them: a hint cut in the middle would hide the half that says what to do)."""
+    words = probe_words(probe)
+    if cell_len(words) <= room:
+        return words
+    return (
+        "no probe report: l says how to get one" if probe.status == PROBE_NONE else f"probe {probe.status}: l says why"
+    )
 
 
 def missing_reason(view: TrainingView, name: str) -> str:
@@ -124,7 +138,7 @@ def summary_lines(view: TrainingView, sparks: TrainingSparks, width: int, p: Pal
             first.append("   ")
             first.append_text(_number(view, name, unit, p))
     if view.probe.status != PROBE_OK:
-        first.append(f"  {probe_words(view.probe)}", style=p.dim)
+        first.append(f"  {_probe_pointer(view.probe, width - first.cell_len - 2)}", style=p.dim)
     second = label("WORKERS ", p, 0)
     second.append_text(compact_workers(view, p))
     pin, pin_style = pin_words(view.pin_memory.state, p)
@@ -183,11 +197,19 @@ def panel_lines(
 
 def _pipeline_lines(view: TrainingView, sparks: TrainingSparks, bar: int, width: int, p: Palette) -> list[Text]:
     loader = _loader(view)
+    wait = _wait_info(view, loader, bar, p)
+    stall = _stall(loader, p)
+    # A stall matters most when there is one: beside the data wait where it fits whole, else on a line below.
+    beside = stall is not None and LABEL_CELLS + wait.cell_len + 3 + stall.cell_len + _spark_cells(sparks.wait) <= width
+    if stall is not None and beside:
+        wait.append("   ").append_text(stall)
     lines = [
-        _spark_line(label("DATA WAIT", p), _wait_info(view, loader, bar, p), sparks.wait, width, p),
+        _spark_line(label("DATA WAIT", p), wait, sparks.wait, width, p),
         _spark_line(label("STEPS/S", p), _steps_info(view, loader, p), sparks.steps, width, p),
         _spark_line(label("SAMPLES/S", p), _samples_info(view, loader, p), sparks.samples, width, p),
     ]
+    if stall is not None and not beside:
+        lines += flow(label("", p), [stall], width)
     if loader is not None:
         lines += flow(label("LOADER", p), loader_config_parts(loader, p), width)
     pin, pin_style = pin_words(view.pin_memory.state, p)
@@ -198,11 +220,22 @@ def _pipeline_lines(view: TrainingView, sparks: TrainingSparks, bar: int, width:
     return lines
 
 
+def _spark_cells(spark: str) -> int:
+    return len(spark) + 2 if spark else 0
+
+
+def _stall(loader: LoaderView | None, p: Palette) -> Text | None:
+    """``blocked on this batch for 3.2 s`` once the loop has waited ``STALL_S`` for one batch."""
+    if loader is None or loader.waiting_now_s is None or loader.waiting_now_s < STALL_S:
+        return None
+    return Text(f"blocked on this batch for {loader.waiting_now_s:.1f} s", style=p.warn)
+
+
 def _spark_line(head: Text, info: Text, spark: str, width: int, p: Palette) -> Text:
     """``LABEL info`` with the sparkline flush right, so the three history lines line up."""
     head.append_text(info)
     if spark:
-        head.truncate(max(0, width - len(spark) - 2), overflow="ellipsis", pad=True)
+        head.truncate(max(0, width - _spark_cells(spark)), overflow="ellipsis", pad=True)
         head.append("  " + spark, style=p.spark)
     return head
 
@@ -214,15 +247,13 @@ def _wait_info(view: TrainingView, loader: LoaderView | None, bar: int, p: Palet
     info = meter(share, bar, wait_style(share, p), p.track)
     info.append(f" {fmt_percent(share * 100):>4}", style=wait_style(share, p) if share >= DATA_WAIT_WARNING else "")
     info.append(" of the step time", style=p.dim)
-    if loader is not None and loader.waiting_now_s is not None and loader.waiting_now_s >= STALL_S:
-        info.append(f"   blocked on this batch for {loader.waiting_now_s:.1f} s", style=p.warn)
     return info
 
 
 def _steps_info(view: TrainingView, loader: LoaderView | None, p: Palette) -> Text:
     info = _number(view, "steps_per_s", "", p)
     if loader is not None:
-        info.append(f"   epoch {loader.passes} · {loader.batches:,} batches", style=p.dim)
+        info.append(f"   epoch {loader.passes} · {counted(loader.batches, 'batch', 'batches')}", style=p.dim)
     return info
 
 

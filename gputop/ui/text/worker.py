@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputop.formatting import NA, fmt_bytes, fmt_duration, fmt_percent
+from gputop.formatting import NA, counted, fmt_bytes, fmt_duration, fmt_percent
 from gputop.model import MEASURING, HostProcess, TrainingView, Worker
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
@@ -24,12 +24,12 @@ HOST_COLUMNS = frozenset({"status", "cpu_percent", "rss_bytes"})
 def _cores(view: TrainingView, of: str = " of ") -> str:
     """``3.1 of 16 cores``; ``…`` while new workers' CPU is still being measured (every epoch, without
     persistent workers), N/A when it cannot be read."""
-    cores = NA if view.usable_cpu_count is None else str(view.usable_cpu_count)
+    cores = counted(view.usable_cpu_count, "core")
     used = view.workers_cpu_percent
     if used is not None:
-        return f"{used / 100:.1f}{of}{cores} cores"
+        return f"{used / 100:.1f}{of}{cores}"
     measuring = any(w.host.unavailable.get("cpu_percent") == MEASURING for w in view.workers)
-    return f"{MEASURING_MARK if measuring else NA}{of}{cores} cores"
+    return f"{MEASURING_MARK if measuring else NA}{of}{cores}"
 
 
 def compact_workers(view: TrainingView, p: Palette) -> Text:

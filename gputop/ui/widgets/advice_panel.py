@@ -32,10 +32,12 @@ class AdviceShown:
     limit: int | None = None
     note: str = ""
     """Shown, dimmed, while there are no findings to show yet (a replay computing them); empty: no note."""
+    final: bool = False
+    """The job has ended: these are its findings as they stood at its end."""
 
 
-def advice_title(advice: Sequence[Advice], full: bool) -> str:
-    count = f"{len(advice)} finding" + ("s" if len(advice) != 1 else "")
+def advice_title(advice: Sequence[Advice], full: bool, final: bool = False) -> str:
+    count = f"{len(advice)} finding" + ("s" if len(advice) != 1 else "") + (" · final" if final else "")
     return f" Advice · {count} " if full else f" Advice · {count} · l: in full "
 
 
@@ -68,7 +70,7 @@ class AdvicePanel(TextLines, Widget):
     def watch_shown(self, old: AdviceShown, new: AdviceShown) -> None:
         self.set_class(bool(new.advice or new.note), "-shown")
         self.set_class(not new.full, "-brief")
-        text = advice_title(new.advice, new.full) if new.advice else " Advice "
+        text = advice_title(new.advice, new.full, new.final) if new.advice else " Advice "
         if new.advice or new.note:
             set_border_title(self, text)
         before = len(self._drawn[1])

@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gputop.formatting import NA, fmt_bytes, fmt_percent
+from gputop.formatting import NA, counted, fmt_bytes, fmt_percent
 from gputop.model import HostInfo
 from gputop.ui.text.bars import core_columns, meter
 from gputop.ui.text.process_cells import MEASURING_MARK
@@ -103,8 +103,8 @@ class HostPanel(TextLines, Widget):
         cpu_info = value(fmt_percent(cpu).rjust(4))
         if not narrow:
             usable = host.usable_cpu_count
-            cpus = str(host.cpu_count) if usable >= host.cpu_count else f"{usable} usable of {host.cpu_count}"
-            cpu_info.append(f" of {cpus} CPUs", style=label)
+            cpus = counted(host.cpu_count, "CPU")
+            cpu_info.append(f" of {cpus if usable >= host.cpu_count else f'{usable} usable of {cpus}'}", style=label)
         cpu_info.append("  load ", style=label)
         loads = host.load_average[:1] if narrow and host.load_average else host.load_average
         cpu_info.append_text(value(NA if loads is None else " ".join(f"{x:.2f}" for x in loads)))

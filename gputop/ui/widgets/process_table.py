@@ -112,6 +112,11 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         return len(self._rows)
 
     @property
+    def columns(self) -> tuple[Column, ...]:
+        """The columns drawn now, left to right."""
+        return self._columns
+
+    @property
     def selected(self) -> ProcessRow | None:
         """The row under the cursor."""
         return self._rows[self._cursor] if self._rows else None

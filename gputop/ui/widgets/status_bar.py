@@ -70,16 +70,23 @@ class StatusBar(TextLines, Widget):
     def text_lines(self, width: int) -> list[Text]:
         view = self.view
         name, muted, paused = (self.component_style(f"status-bar--{n}") for n in ("name", "muted", "paused"))
-        left = Text("gputop", style=name)
-        for part in (view.hostname, view.driver, f"focus PID {view.focus_pid}" if view.focus_pid else ""):
-            if part:
-                left.append("  │  ", style=muted)
-                left.append(part)
+        focus = f"focus PID {view.focus_pid}" if view.focus_pid else ""
         badge: list[str | tuple[str, Style]] = [(" PAUSED ", paused), "  "] if view.paused else []
         interval = (f"{view.label}  ", name) if view.label else (f"every {view.interval_s:g}s  ", muted)
         graphs = (f"graphs {HISTORY_S / 60:g} min  ", muted)
-        # A replay's label stays: the host and driver on the left are cut first.
-        for parts in ((interval, graphs), (interval,), *([] if view.label else [()])):
+        # What gives way first: the graphs' span, the interval (a replay's label stays), then the driver (the
+        # process followed matters more at a glance); only then is the left cut.
+        full = (view.hostname, view.driver, focus)
+        short = (view.hostname, focus) if focus else full
+        tries = [(full, (interval, graphs)), (full, (interval,)), (short, (interval,))]
+        if not view.label:
+            tries.append((short, ()))
+        for shown, parts in tries:
+            left = Text("gputop", style=name)
+            for part in shown:
+                if part:
+                    left.append("  │  ", style=muted)
+                    left.append(part)
             right = Text.assemble(*badge, *parts, view.clock)
             if left.cell_len + right.cell_len + 2 <= width:
                 break

@@ -39,6 +39,8 @@ class TrainingShown:
     gpu_totals: tuple[tuple[int, int], ...] = ()
     detailed: bool = False
     worker_rows: int = WORKER_ROWS_INLINE
+    final: bool = False
+    """The job has ended: this is its last view."""
 
 
 class TrainingPanel(TextLines, Widget):
@@ -83,7 +85,7 @@ class TrainingPanel(TextLines, Widget):
         if new is None:
             return
         self.set_class(not new.detailed, "-summary")
-        set_border_title(self, title(new.view))  # holds the process's name
+        set_border_title(self, title(new.view, new.final))  # holds the process's name
         before = self._drawn[1]
         if old is None or old.detailed != new.detailed:
             self.refresh(layout=True)

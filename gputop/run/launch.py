@@ -1,6 +1,6 @@
-"""``gputop run``'s machinery: start a training command with the probe active and forward signals to it.
+"""Starting the job's command with the probe active, forwarding signals to it, stopping it, its exit status.
 
-Watching it, the dashboard and the report are ``gputop.cli.run``'s.
+The rest of the job's life (watching it, the dashboard, the report) is in the other modules of ``gputop.run``.
 
 The probe reaches every Python process the command starts through a ``sitecustomize`` put first on
 ``PYTHONPATH`` (``gputop/probe/_boot``), which chains to any ``sitecustomize`` it shadows. Each of those processes
@@ -27,10 +27,9 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 
-from gputop.model import PROBE_NONE, PROBE_OK, TrainingView
 from gputop.probe import channel
 
-BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe", "_boot")
+BOOT_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "probe", "_boot")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself, such as the terminal's Ctrl-C to its foreground group
 PR_SET_PDEATHSIG = 1
@@ -117,12 +116,13 @@ class SignalForwarder:
     """Passes the signals sent to gputop on to the command, each once; and where the command has the terminal,
     does a shell's part when it stops (Ctrl-Z)."""
 
-    def __init__(self, terminal: int | None = None) -> None:
+    def __init__(self, terminal: int | None = None, hung_up: threading.Event | None = None) -> None:
         self.terminal = terminal
         """gputop's controlling terminal, when the command's group is to be its foreground group (headless, gputop
         in the foreground), else None."""
-        self.hung_up = threading.Event()
-        """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it."""
+        self.hung_up = hung_up if hung_up is not None else threading.Event()
+        """Set when the terminal hangs up (its window closed, the ssh link dropped): gputop must not outlive it.
+        The caller's own event, where it also stands for more (the dashboard's close)."""
         self._child: subprocess.Popen | None = None
         # A stop of the command is seen by its SIGCHLD; it matters only where the command has the terminal.
         self._signals = FORWARDED + ((signal.SIGCHLD,) if terminal is not None else ())
@@ -191,41 +191,3 @@ class SignalForwarder:
                 os.tcsetpgrp(terminal, child.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGCONT)
-
-
-def status_line(views: Sequence[TrainingView], elapsed_s: float) -> str:
-    """One line on the job: its busiest view's loader, data wait, throughput, workers, pinning, main thread."""
-    from gputop.formatting import fmt_bytes, fmt_duration
-
-    view = max(views, key=lambda v: (v.loader is not None, len(v.workers), -v.pid))
-    parts = [f"PID {view.pid} up {fmt_duration(elapsed_s)}"]
-    ranks = len(views[0].ranks) if views else 0
-    if ranks > 1:
-        parts[0] += f", {ranks} ranks"
-    loader = view.loader
-    if loader is not None:
-        cfg = loader.effective if loader.effective.num_workers is not None else loader.requested
-        parts.append(f"batch {cfg.batch_size if cfg.batch_size is not None else '?'}")
-        if loader.data_wait_share is not None:
-            parts.append(f"data wait {loader.data_wait_share * 100:.0f}%")
-        if loader.steps_per_s is not None:
-            rate = f"{loader.steps_per_s:.1f} steps/s"
-            if loader.samples_per_s is not None:
-                rate += f" {loader.samples_per_s:.0f} samples/s"
-            parts.append(rate)
-    workers = f"{len(view.workers)} workers"
-    if view.worker_start_method:
-        workers += f" ({view.worker_start_method})"
-    if view.workers_cpu_percent is not None and view.usable_cpu_count:
-        workers += f" {view.workers_cpu_percent / 100:.1f}/{view.usable_cpu_count} cores"
-    parts.append(workers)
-    parts.append(f"pin_memory {view.pin_memory.state}")
-    if view.main_thread.activity:
-        parts.append(f"main {view.main_thread.activity}")
-    for device in view.probe.cuda:
-        parts.append(
-            f"cuda:{device.device} alloc {fmt_bytes(device.allocated_bytes)} res {fmt_bytes(device.reserved_bytes)}"
-        )
-    if view.probe.status not in (PROBE_OK, PROBE_NONE):
-        parts.append(f"probe {view.probe.status}")
-    return " | ".join(parts)
