@@ -209,7 +209,7 @@ def test_once_shows_each_training_job_with_a_row_per_rank_after_the_processes():
     text = render_text(torchrun_job())
     lines = text.splitlines()
 
-    title = lines.index(f"Job {JOB_ID} · torchrun · 4 ranks")
+    title = lines.index(f"Job {JOB_ID} of alice · torchrun · 4 ranks")
     assert title > max(i for i, line in enumerate(lines) if "python train.py" in line)
     assert lines[title + 1].split()[:6] == ["RANK", "PID", "GPU", "STEPS/S", "DATA", "WAIT"]
     assert [line.split()[:3] for line in lines[title + 2 : title + 6]] == [
@@ -223,7 +223,7 @@ def test_once_says_how_to_get_the_numbers_of_a_job_without_the_probe():
     assert "No probe report from this job, so STEPS/S, DATA WAIT and SYNC WAIT read N/A:" in text
     assert "gputop.probe.install()" in text
     assert all(
-        len(line) <= 80 for line in text.splitlines()[text.splitlines().index(f"Job {JOB_ID} · torchrun · 4 ranks") :]
+        len(line) <= 80 for line in text.splitlines()[text.splitlines().index(f"Job {JOB_ID} of alice · torchrun · 4 ranks") :]
     )
 
 
