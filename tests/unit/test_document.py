@@ -222,9 +222,9 @@ def test_once_says_how_to_get_the_numbers_of_a_job_without_the_probe():
 
     assert "No probe report from this job, so STEPS/S, DATA WAIT and SYNC WAIT read N/A:" in text
     assert "gputop.probe.install()" in text
-    assert all(
-        len(line) <= 80 for line in text.splitlines()[text.splitlines().index(f"Job {JOB_ID} of alice · torchrun · 4 ranks") :]
-    )
+    lines = text.splitlines()
+    title = lines.index(f"Job {JOB_ID} of alice · torchrun · 4 ranks")
+    assert all(len(line) <= 80 for line in lines[title:])
 
 
 def test_once_without_a_training_job_has_no_job_section():
