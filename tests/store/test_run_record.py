@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
 
+from gputop.model import Snapshot
 from gputop.store import open_recording
 from tests.factories import wait_until
 from tests.training.conftest import SCRIPTS
@@ -63,16 +63,24 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     tmux.run("send-keys", "-t", "gputop", "q")
     tmux.wait_for("dashboard closed; waiting for PID")
     with open_recording(path) as recording:  # still being written: what is committed can be read
-        while_open = wait_until(lambda: [s.time for s in recording], timeout_s=10)
+        while_open = wait_until(lambda: [s.time for s in recording])
         assert recording.info.ended is None
     gputop_pid = next(
         p.pid for p in psutil.process_iter(["cmdline"]) if str(path) in (p.info["cmdline"] or []) and p.name() != "env"
     )
-    time.sleep(1.5)  # the job goes on for a while with the dashboard closed: gputop keeps recording it
+
+    def recorded_since_the_dashboard_closed() -> list[Snapshot] | None:
+        """The snapshots after the dashboard's, once they cover a second and one shows the job's worker: the job
+        goes on with the dashboard closed, and gputop keeps recording it."""
+        with open_recording(path) as recording:
+            later = [s for s in recording if s.time > while_open[-1]]
+        if later and later[-1].time - while_open[-1] >= 1.0 and any(map(with_worker, later)):
+            return later
+        return None
+
+    wait_until(recorded_since_the_dashboard_closed, "a second of snapshots after the dashboard closed")
     os.kill(gputop_pid, signal.SIGINT)  # forwarded to the job, which exits 43
-    deadline = time.monotonic() + 20
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(status.exists, "gputop's exit")
     assert status.read_text().strip() == "43"
 
     with open_recording(path) as recording:
@@ -82,6 +90,11 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     assert times == sorted(times) and times[: len(while_open)] == while_open
     assert times[-1] - while_open[-1] >= 1.0, "the wait after the dashboard closed is recorded too"
     job_pid = snapshots[0].focus_pid
-    with_workers = [s for s in snapshots if any(v.pid == job_pid and v.workers for v in s.training)]
-    assert len(with_workers) >= len(snapshots) // 2, "the job's training view, with its worker, is in the file"
     assert all(s.focus_pid == job_pid for s in snapshots)
+    dashboard, wait = snapshots[: len(while_open)], snapshots[len(while_open) :]
+    assert any(map(with_worker, dashboard)) and any(map(with_worker, wait)), "the job's view, with its worker"
+
+
+def with_worker(snapshot: Snapshot) -> bool:
+    """The snapshot holds the training view of its focused job, with a DataLoader worker."""
+    return any(v.pid == snapshot.focus_pid and v.workers for v in snapshot.training)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeProcess, FakeState, write_state
 from tests.machines import h100
@@ -62,10 +62,10 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "gputop")
 
-    def wait_for(self, text: str, timeout_s: float = 15.0) -> str:
+    def wait_for(self, text: str, timeout_s: float = DEADLINE_S) -> str:
         return self.wait_until(lambda screen: text in screen, f"{text!r} on screen", timeout_s)
 
-    def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = 15.0) -> str:
+    def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = DEADLINE_S) -> str:
         """The screen once ``condition`` holds for it; fails the test with the last screen after ``timeout_s``."""
 
         def matched() -> str | None:
