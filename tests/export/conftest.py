@@ -14,9 +14,9 @@ from prometheus_client.samples import Sample
 
 from tests.conftest import FakeDriver
 from tests.export.scrape import parse
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = DEADLINE_S
 
 
 @dataclass

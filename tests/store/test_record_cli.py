@@ -67,7 +67,7 @@ def test_sigterm_commits_what_is_pending_and_exits_0(driver, tmp_path):
     driver.write(training_box(1, []))
     path = tmp_path / "run.gputop"
     run = gputop("record", "-o", str(path), "-d", "0.1", env=driver.env())
-    wait_until(lambda: committed(path) > 0, timeout_s=15)
+    wait_until(lambda: committed(path) > 0)
 
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=15)
@@ -83,7 +83,7 @@ def test_sigkill_loses_at_most_the_last_flush_interval(driver, tmp_path):
     path = tmp_path / "run.gputop"
     run = gputop("record", "-o", str(path), "-d", "0.1", env=driver.env())
     try:
-        wait_until(lambda: committed(path) > 0, timeout_s=15)
+        wait_until(lambda: committed(path) > 0)
         time.sleep(FLUSH_EVERY_S + 0.7)  # at least one more commit
         killed_at = time.time()
         run.kill()

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -60,8 +61,10 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe")}
     tmux.start_gputop("run", "-d", "0.5", "--record", str(path), "--", *JOB, "--item-s", "0.01", env=env, status=status)
     tmux.wait_until(lambda screen: "Training · PID" in screen and "pt_data_worker" in screen, "the training panel")
+    shown_at = time.time()  # a snapshot with the worker was taken before
     tmux.run("send-keys", "-t", "gputop", "q")
     tmux.wait_for("dashboard closed; waiting for PID")
+    closed_at = time.time()  # any snapshot taken after is the wait's
     with open_recording(path) as recording:  # still being written: what is committed can be read
         while_open = wait_until(lambda: [s.time for s in recording])
         assert recording.info.ended is None
@@ -74,14 +77,17 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
         goes on with the dashboard closed, and gputop keeps recording it."""
         with open_recording(path) as recording:
             later = [s for s in recording if s.time > while_open[-1]]
-        if later and later[-1].time - while_open[-1] >= 1.0 and any(map(with_worker, later)):
+        if (
+            later
+            and later[-1].time - while_open[-1] >= 1.0
+            and any(with_worker(s) for s in later if s.time > closed_at)
+        ):
             return later
         return None
 
     wait_until(recorded_since_the_dashboard_closed, "a second of snapshots after the dashboard closed")
     os.kill(gputop_pid, signal.SIGINT)  # forwarded to the job, which exits 43
-    wait_until(status.exists, "gputop's exit")
-    assert status.read_text().strip() == "43"
+    assert tmux.exit_status(status) == "43"
 
     with open_recording(path) as recording:
         snapshots = list(recording)
@@ -91,7 +97,7 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     assert times[-1] - while_open[-1] >= 1.0, "the wait after the dashboard closed is recorded too"
     job_pid = snapshots[0].focus_pid
     assert all(s.focus_pid == job_pid for s in snapshots)
-    dashboard, wait = snapshots[: len(while_open)], snapshots[len(while_open) :]
+    dashboard, wait = [s for s in snapshots if s.time <= shown_at], [s for s in snapshots if s.time > closed_at]
     assert any(map(with_worker, dashboard)) and any(map(with_worker, wait)), "the job's view, with its worker"
 
 

@@ -6,7 +6,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -59,6 +58,12 @@ class Tmux:
         self.run("new-session", "-d", "-s", "gputop", "-x", str(width), "-y", str(height), "bash --norc --noprofile")
         self.run("send-keys", "-t", "gputop", " ".join(words), "Enter")
 
+    @staticmethod
+    def exit_status(status: Path) -> str:
+        """The exit status ``start_gputop`` wrote to ``status``, once gputop has exited."""
+        wait_until(status.exists, "gputop's exit")
+        return status.read_text().strip()
+
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "gputop")
 
@@ -106,7 +111,4 @@ def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_j
     tmux.wait_until(lambda screen: max(map(len, screen.splitlines())) <= 80, "a redraw at 80 columns")
 
     tmux.run("send-keys", "-t", "gputop", "q")
-    deadline = time.monotonic() + 10
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert status.read_text().strip() == "0"
+    assert tmux.exit_status(status) == "0"
