@@ -198,7 +198,7 @@ def test_sampler_stops_promptly_and_takes_a_new_interval(fake_driver):
     started = time.monotonic()
     sampler.stop()
 
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10.0  # not the 30 s interval it was waiting out
     assert not any(t.name == "gputop-sampler" for t in threading.enumerate())
 
 

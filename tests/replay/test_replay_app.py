@@ -384,7 +384,7 @@ async def test_a_gap_in_the_recording_is_skipped_with_a_notice(
         app.feed.go(8)
         began = time.monotonic()
         await settle(pilot, lambda: app.feed.position == 10, "the snapshot after the gap")
-        assert time.monotonic() - began < 4  # ×1 would take ten minutes
+        assert time.monotonic() - began < 30  # ×1 would take ten minutes
         assert notices == ["Skipped 10m02s without snapshots (the recorder was not running)."]
         strip = bar_text(app).splitlines()[1]
         assert re.fullmatch(r"[─┃]{3,} {100,}[─┃]{3,}", strip)  # the gap is blank on the strip

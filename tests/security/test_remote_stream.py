@@ -530,4 +530,4 @@ def test_a_host_that_sends_no_snapshot_fails_after_the_first_snapshot_timeout(tm
         '\\x1b[5mmaintenance tonight\\x1b[0m"'
     )
     assert status.bad_lines == 1
-    assert 1.0 <= took < 5.0
+    assert 1.0 <= took < 15.0  # well before the default of 30 s, on a busy machine too
