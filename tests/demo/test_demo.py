@@ -135,7 +135,7 @@ def test_the_job_stops_cleanly_on_sigterm_with_its_workers(tmp_path: Path) -> No
         workers = data_workers(job.pid)
         assert len(workers) == 2
         job.send_signal(signal.SIGTERM)
-        assert job.wait(timeout=20) == 0
+        assert job.wait(timeout=DEADLINE_S) == 0
         assert job.stdout.read().splitlines()[-1].startswith("stopped in epoch ")
         assert ended(workers)
     finally:

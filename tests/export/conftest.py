@@ -56,7 +56,7 @@ class Exporter:
         if self.proc.poll() is None:
             self.proc.terminate()
         try:
-            _, err = self.proc.communicate(timeout=10)
+            _, err = self.proc.communicate(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             _, err = self.proc.communicate()

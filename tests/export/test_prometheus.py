@@ -60,7 +60,7 @@ class Prometheus:
     def stop(self) -> None:
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -12,6 +12,7 @@ import pytest
 
 from gputop import __version__
 from tests.conftest import FakeDriver
+from tests.factories import DEADLINE_S
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100, training_box
 
@@ -290,5 +291,5 @@ def test_stream_stops_quietly_when_the_reader_goes_away(driver):
     proc.stdout.readline()
     proc.stdout.close()
 
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=DEADLINE_S) == 0
     assert b"Traceback" not in proc.stderr.read()
