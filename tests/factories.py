@@ -14,6 +14,11 @@ from gputop.model import HostInfo
 GIB = 1024**3
 T = TypeVar("T")
 
+DEADLINE_S = 60.0
+"""How long a test waits for what a real process, terminal or app must do before it fails. A wait ends as soon
+as its condition holds, so a long deadline costs nothing where the test passes; on a machine whose CPUs other
+work keeps busy, a Python start that imports torch alone can take tens of seconds."""
+
 
 def host_info(
     hostname: str = "trainer-01",
@@ -53,7 +58,7 @@ def host_info(
 def wait_until(
     condition: Callable[[], T | None],
     what: str = "the condition",
-    timeout_s: float = 10.0,
+    timeout_s: float = DEADLINE_S,
     every_s: float = 0.05,
     last: Callable[[], str] | None = None,
 ) -> T:
@@ -69,7 +74,9 @@ def wait_until(
         time.sleep(every_s)
 
 
-async def settle(pilot: Any, condition: Callable[[], object], what: str = "there", timeout_s: float = 10.0) -> None:
+async def settle(
+    pilot: Any, condition: Callable[[], object], what: str = "there", timeout_s: float = DEADLINE_S
+) -> None:
     """Let the app under ``pilot`` run until ``condition()`` holds; fail the test after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while not condition():

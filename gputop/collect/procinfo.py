@@ -18,6 +18,17 @@ def main_thread_stat(pid: int) -> ProcStat | None:
         return None
 
 
+def main_thread_schedstat(pid: int) -> int | None:
+    """Nanoseconds the main thread has spent on a CPU or waiting in a run queue for one
+    (``/proc/PID/task/PID/schedstat``: time on the CPU, time runnable but waiting, timeslices). None where the
+    kernel keeps no such account (built without ``CONFIG_SCHED_INFO``) or the process is gone."""
+    try:
+        fields = read_proc_text(f"/proc/{pid}/task/{pid}/schedstat").split()
+        return int(fields[0]) + int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def wait_channel(pid: int) -> str | None:
     """The kernel function the main thread sleeps in (``do_sys_poll``, ``futex_wait_queue``...), if shown."""
     try:

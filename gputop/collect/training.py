@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from gputop.collect.job_tree import AGENT_NAME, MAIN_THREAD_NAME, JobTree, start_method_of
 from gputop.collect.launch_env import merged, read_environment
 from gputop.collect.probe_reader import STALE_AFTER_S, read_report
-from gputop.collect.procinfo import main_thread_stat, threads_named, usable_cpu_count, uss_bytes, wait_channel
+from gputop.collect.procinfo import (
+    main_thread_schedstat,
+    main_thread_stat,
+    threads_named,
+    usable_cpu_count,
+    uss_bytes,
+    wait_channel,
+)
 from gputop.collect.procstat import CLOCK_TICKS
 from gputop.model import (
     EVIDENCE_PROBE,
@@ -111,6 +118,8 @@ class _Job:
     start_ticks: int | None = None
     view: TrainingView | None = None
     main_ticks: int | None = None
+    main_wanted_ns: int | None = None
+    """The main thread's nanoseconds on a CPU or waiting for one, at ``main_at``."""
     main_at: float | None = None
     busy: deque[float] = field(default_factory=lambda: deque(maxlen=BUSY_TICKS))
     generation: set[int] = field(default_factory=set)
@@ -185,7 +194,8 @@ class TrainingCollector:
             stat = main_thread_stat(pid)
             if stat is not None:
                 job = self._jobs[pid] = _Job(start_time=None, start_ticks=stat.start_ticks)
-                job.main_ticks, job.main_at = stat.cpu_ticks, time.monotonic()
+                job.main_ticks, job.main_wanted_ns = stat.cpu_ticks, main_thread_schedstat(pid)
+                job.main_at = time.monotonic()
 
     def read(
         self,
@@ -375,21 +385,27 @@ class TrainingCollector:
 
     def _main_thread(self, pid: int, job: _Job) -> MainThread:
         """Sample the main thread: its own CPU time since the last sample (``/proc/PID/stat`` sums all threads),
-        its state, and where it sleeps."""
+        its time on a CPU or waiting for one, its state, and where it sleeps."""
         stat = main_thread_stat(pid)
         if stat is None:
             return MainThread(unavailable=frozen_reasons({"status": PROCESS_EXITED}))
         job.start_ticks = stat.start_ticks
         reasons: dict[str, str] = {}
+        wanted = main_thread_schedstat(pid)
         at = time.monotonic()
         cpu_percent = None
         if job.main_ticks is not None and job.main_at is not None and at > job.main_at:
-            share = (stat.cpu_ticks - job.main_ticks) / CLOCK_TICKS / (at - job.main_at)
+            span = at - job.main_at
+            share = (stat.cpu_ticks - job.main_ticks) / CLOCK_TICKS / span
             cpu_percent = round(max(0.0, share) * 100, 1)
+            # Busy is on a CPU or waiting in a run queue for one: where other processes hold the CPUs, a loop that
+            # never sleeps gets a fraction of a core, and its CPU time alone would make it look half asleep.
+            if wanted is not None and job.main_wanted_ns is not None:
+                share = (wanted - job.main_wanted_ns) / 1e9 / span
             job.busy.append(min(1.0, max(0.0, share)))
         else:
             reasons["cpu_percent"] = MEASURING
-        job.main_ticks, job.main_at = stat.cpu_ticks, at
+        job.main_ticks, job.main_wanted_ns, job.main_at = stat.cpu_ticks, wanted, at
         busy = sum(job.busy) / len(job.busy) if job.busy else None
         if busy is None:
             reasons["busy_share"] = MEASURING

@@ -19,6 +19,7 @@ import pytest
 
 from gputop.demo import NEEDS_TORCH, NOTICE
 from gputop.run.launch import stop
+from tests.factories import DEADLINE_S
 from tests.ui.test_tmux import Tmux, gputop_command
 
 FINDING = re.compile(r"Input-bound: the loop waits for data (\d+)% of each step")
@@ -38,7 +39,7 @@ def data_workers(pid: int) -> list[psutil.Process]:
     return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "pt_data_worker"]
 
 
-def ended(processes: list[psutil.Process], timeout_s: float = 10.0) -> bool:
+def ended(processes: list[psutil.Process], timeout_s: float = DEADLINE_S) -> bool:
     """Whether every one of ``processes`` is gone (or a zombie, left for its parent to reap) within ``timeout_s``."""
 
     def running(p: psutil.Process) -> bool:
@@ -78,29 +79,26 @@ def test_demo_in_tmux_shows_the_workers_and_a_finding_and_q_stops_the_job(tmp_pa
     status = tmp_path / "exit-status"
     tmux.start_gputop("demo", env={"GPUTOP_PROBE_DIR": demo_env(tmp_path)["GPUTOP_PROBE_DIR"]}, status=status)
 
-    screen = tmux.wait_for(NOTICE, timeout_s=20)
+    screen = tmux.wait_for(NOTICE)
     # The training panel, with both DataLoader workers as gputop sees them from outside: their count and CPU.
-    screen = tmux.wait_until(lambda s: WORKERS.search(s) is not None, "the DataLoader workers", timeout_s=30)
+    screen = tmux.wait_until(lambda s: WORKERS.search(s) is not None, "the DataLoader workers")
     job = int(JOB.search(screen)[1])
     workers = data_workers(job)
     processes = [psutil.Process(job), *workers]
     assert len(workers) == 2
     rows = [re.compile(rf"^│\s+{worker.pid}\s+\d\s+[a-z ]+\s+\S+\s+\d+%", re.MULTILINE) for worker in workers]
     screen = tmux.wait_until(  # a busy machine may draw the panel over more than one frame
-        lambda s: all(row.search(s) for row in rows) and "probe ok" in s, "both workers' rows", timeout_s=20
+        lambda s: all(row.search(s) for row in rows) and "probe ok" in s, "both workers' rows"
     )
     assert re.search(r"DATA WAIT .* \d+% of the step time", screen)
 
     # The advisor's finding, from what it measured: a data wait above the rule's 10 % threshold.
-    screen = tmux.wait_until(lambda s: FINDING.search(s) is not None, "the advisor's finding", timeout_s=45)
+    screen = tmux.wait_until(lambda s: FINDING.search(s) is not None, "the advisor's finding")
     assert int(FINDING.search(screen)[1]) >= 10
     assert re.search(r"Advice · \d+ findings?", screen)
 
     tmux.run("send-keys", "-t", "gputop", "q")
-    deadline = time.monotonic() + 20
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert status.read_text().strip() == "0", tmux.screen()
+    assert tmux.exit_status(status) == "0", tmux.screen()
     assert f"dashboard closed; stopping PID {job}" in tmux.screen()
     assert ended(processes)
 
@@ -137,7 +135,7 @@ def test_the_job_stops_cleanly_on_sigterm_with_its_workers(tmp_path: Path) -> No
         workers = data_workers(job.pid)
         assert len(workers) == 2
         job.send_signal(signal.SIGTERM)
-        assert job.wait(timeout=20) == 0
+        assert job.wait(timeout=DEADLINE_S) == 0
         assert job.stdout.read().splitlines()[-1].startswith("stopped in epoch ")
         assert ended(workers)
     finally:

@@ -14,9 +14,9 @@ from prometheus_client.samples import Sample
 
 from tests.conftest import FakeDriver
 from tests.export.scrape import parse
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = DEADLINE_S
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Exporter:
         if self.proc.poll() is None:
             self.proc.terminate()
         try:
-            _, err = self.proc.communicate(timeout=10)
+            _, err = self.proc.communicate(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             _, err = self.proc.communicate()

@@ -22,10 +22,11 @@ from tests.export.conftest import Exporter, start_exporter
 from tests.export.dashboard import queries
 from tests.export.scrape import names, parse
 from tests.export.test_metrics import exposition, snapshot
+from tests.factories import DEADLINE_S
 from tests.machines import GIB, training_box
 
 PROMETHEUS = "/usr/bin/prometheus"
-SCRAPED_TIMEOUT_S = 20.0
+SCRAPED_TIMEOUT_S = DEADLINE_S
 
 
 def free_port() -> int:
@@ -59,7 +60,7 @@ class Prometheus:
     def stop(self) -> None:
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -8,7 +8,7 @@ import sys
 import time
 
 from tests.export.scrape import names, parse, value
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100, training_box
 
@@ -95,7 +95,7 @@ def test_export_works_where_textual_is_not_installed(driver, tmp_path):
         samples = parse(read_when_written(tmp_path / "gputop.prom"))
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=DEADLINE_S)
 
     assert value(samples, "gputop_gpu_memory_used_bytes", gpu="0") == 20 * GIB
     assert (proc.returncode, "Traceback" in err) == (0, False)

@@ -104,11 +104,11 @@ def test_a_thread_torch_named_is_training_evidence_even_started_late(fake_driver
     fake_driver(FakeState(gpus=[h100(0, processes=[FakeProcess(proc.pid, 4 * GIB)])]))
     maker = SnapshotMaker(training=TrainingCollector(probe_dir=str(tmp_path)))
     try:
-        read_line(proc, "started", timeout_s=10)
+        read_line(proc, "started")
         (before,) = maker.snapshot(force_slow=True).training
         proc.stdin.write("\n")
         proc.stdin.flush()
-        read_line(proc, "ready", timeout_s=10)
+        read_line(proc, "ready")
         (after,) = maker.snapshot(force_slow=True).training
     finally:
         maker.close()

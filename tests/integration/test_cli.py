@@ -13,7 +13,7 @@ import pytest
 
 from gputop import __version__
 from tests.conftest import FakeDriver
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100, training_box
 from tests.ui.conftest import TRAINING_JOB
@@ -310,5 +310,5 @@ def test_stream_stops_quietly_when_the_reader_goes_away(driver):
     proc.stdout.readline()
     proc.stdout.close()
 
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=DEADLINE_S) == 0
     assert b"Traceback" not in proc.stderr.read()

@@ -60,7 +60,7 @@ class SshHost:
             [str(SSHD), "-D", "-e", "-f", str(self.directory / "sshd_config")], stdout=log, stderr=log
         )
         log.close()
-        wait_until(lambda: _accepts(self.port) or self.proc.poll() is not None, timeout_s=10)
+        wait_until(lambda: _accepts(self.port) or self.proc.poll() is not None)
         assert self.proc.poll() is None, (self.directory / "sshd.log").read_text()
 
     def kill(self) -> None:

@@ -49,7 +49,7 @@ def test_a_gputop_under_a_path_with_a_space_runs_over_real_ssh(ssh_lab: SshLab, 
     fleet.subscribe(seen.append)
     fleet.start()
     try:
-        wait_until(lambda: any(e.snapshot is not None for e in seen), timeout_s=20)
+        wait_until(lambda: any(e.snapshot is not None for e in seen))
     finally:
         fleet.stop()
     first = next(e for e in seen if e.snapshot is not None)

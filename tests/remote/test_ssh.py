@@ -84,32 +84,32 @@ def test_each_host_in_its_own_state_and_none_holds_up_another(
     started = time.monotonic()
     fleet.start()
     try:
-        wait_until(lambda: events.snapshots("good"), timeout_s=15)
+        wait_until(lambda: events.snapshots("good"))
         first = events.snapshots("good")[0][0] - started
         assert events.state("silent") != UNREACHABLE, f"the good host's first snapshot waited {first:.1f} s"
         snap = events.snapshots("good")[0][1].snapshot
         assert snap is not None and snap.gpus[0].utilization_gpu_percent == 87
         assert snap.gpus[0].name == "NVIDIA H100 80GB HBM3"
 
-        wait_until(lambda: events.state("bare") == NO_GPUTOP, timeout_s=10)
+        wait_until(lambda: events.state("bare") == NO_GPUTOP)
         bare = events.of("bare")[-1][1].status
         assert bare.reason == "gputop is not installed on bare (/opt/nowhere/gputop: command not found)"
-        wait_until(lambda: events.state("bare-old") == TOO_OLD, timeout_s=10)
-        wait_until(lambda: events.state("refused") == UNREACHABLE, timeout_s=10)
+        wait_until(lambda: events.state("bare-old") == TOO_OLD)
+        wait_until(lambda: events.state("refused") == UNREACHABLE)
         assert events.of("refused")[-1][1].status.reason.startswith(
             "connection refused (ssh: connect to host 127.0.0.1"
         )
-        wait_until(lambda: events.state("silent") == UNREACHABLE, timeout_s=10)
+        wait_until(lambda: events.state("silent") == UNREACHABLE)
         assert "timed out" in events.of("silent")[-1][1].status.reason
 
         # Meanwhile the good host kept streaming, and shows a change on its fake GPU.
         assert events.state("good") == LIVE
         assert len(events.snapshots("good")) >= 5
         good.write(FakeState(gpus=[h100(0, util_gpu=13)]))
-        wait_until(lambda: events.snapshots("good")[-1][1].snapshot.gpus[0].utilization_gpu_percent == 13, timeout_s=5)
+        wait_until(lambda: events.snapshots("good")[-1][1].snapshot.gpus[0].utilization_gpu_percent == 13)
 
         # The failures are retried, further apart each time: 1 s, then 2 s.
-        wait_until(lambda: events.of("refused")[-1][1].status.failures >= 3, timeout_s=10)
+        wait_until(lambda: events.of("refused")[-1][1].status.failures >= 3)
         ended = [(at, e.status) for at, e in events.of("refused") if e.status.retry_at is not None]
         waits = [round(status.retry_at - at) for at, status in ended[:3]]
         assert waits == [1, 2, 4]
@@ -124,7 +124,7 @@ def test_local_is_sampled_in_process_without_ssh(fake_driver) -> None:
     fleet.subscribe(events)
     fleet.start()
     try:
-        wait_until(lambda: len(events.snapshots("local")) >= 2, timeout_s=10)
+        wait_until(lambda: len(events.snapshots("local")) >= 2)
     finally:
         fleet.stop()
     snap = events.snapshots("local")[-1][1].snapshot
@@ -149,7 +149,7 @@ def test_a_refused_key_and_a_changed_host_key_are_auth_failures(ssh_lab: SshLab,
     fleet.subscribe(events)
     fleet.start()
     try:
-        wait_until(lambda: events.state("locked") == AUTH_FAILED and events.state("moved") == AUTH_FAILED, timeout_s=15)
+        wait_until(lambda: events.state("locked") == AUTH_FAILED and events.state("moved") == AUTH_FAILED)
     finally:
         fleet.stop()
     assert events.of("locked")[-1][1].status.reason.startswith("ssh login refused (")

@@ -21,7 +21,7 @@ from gputop.remote.fleet import Fleet
 from gputop.remote.hostspec import HostSpec
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostJobs
-from tests.factories import wait_until
+from tests.factories import settle, wait_until
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import h100
 from tests.remote.conftest import GPUTOP, SshLab
@@ -79,10 +79,7 @@ async def test_a_job_on_two_nodes_is_one_job_of_two_ranks_in_the_hosts_view(ssh_
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             jobs = app.screen.query_one(HostJobs)
-            for _ in range(120):
-                await pilot.pause(0.25)
-                if jobs.jobs:
-                    break
+            await settle(pilot, lambda: jobs.jobs, "the job from both hosts")
             (job,) = jobs.jobs
             assert job.kind == "torchrun" and job.world_size == 2
             assert [(r.rank, r.host) for r in job.ranks] == [(0, "node-a"), (1, "node-b")]

@@ -20,7 +20,7 @@ from gputop.ui.widgets.advice_panel import AdvicePanel
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.timeline_bar import TimelineBar
-from tests.factories import settle
+from tests.factories import DEADLINE_S, settle
 from tests.replay.conftest import MakeReplay, findings_ready
 from tests.replay.recordings import record
 from tests.ui import scenes, training_scenes
@@ -312,7 +312,7 @@ async def test_the_findings_panel_says_they_are_being_computed(make_replay: Make
     real_advise = findings.advise
 
     def slow_advise(snapshots, pid, config):  # type: ignore[no-untyped-def]
-        release.wait(10)
+        release.wait(DEADLINE_S)
         return real_advise(snapshots, pid, config)
 
     monkeypatch.setattr(findings, "advise", slow_advise)
@@ -320,9 +320,9 @@ async def test_the_findings_panel_says_they_are_being_computed(make_replay: Make
     app = make_replay(path)
     async with app.run_test(size=(160, 48)) as pilot:
         app.feed.go(40)
-        await pilot.pause(0.3)
         panel = app.screen.query_one(AdvicePanel)
-        assert panel.display and "Computing the advisor's findings over the recording" in widget_text(panel)
+        await settle(pilot, lambda: panel.display and "Computing" in widget_text(panel), "the panel's word")
+        assert "Computing the advisor's findings over the recording" in widget_text(panel)
         assert app.advice == ()
         assert "findings: computing" in bar_text(app)
         release.set()
@@ -384,7 +384,7 @@ async def test_a_gap_in_the_recording_is_skipped_with_a_notice(
         app.feed.go(8)
         began = time.monotonic()
         await settle(pilot, lambda: app.feed.position == 10, "the snapshot after the gap")
-        assert time.monotonic() - began < 4  # ×1 would take ten minutes
+        assert time.monotonic() - began < 30  # ×1 would take ten minutes
         assert notices == ["Skipped 10m02s without snapshots (the recorder was not running)."]
         strip = bar_text(app).splitlines()[1]
         assert re.fullmatch(r"[─┃]{3,} {100,}[─┃]{3,}", strip)  # the gap is blank on the strip

@@ -79,7 +79,7 @@ def test_the_dashboard_in_a_real_terminal_shows_the_escapes_and_keeps_its_title(
     try:
         driver = fake_driver(_state(job.pid))
         tmux.start_gputop("--readonly", env={k: v for k, v in driver.env().items() if k != "PYTHONUNBUFFERED"})
-        screen = tmux.wait_for("\\x1b]0;pwned", timeout_s=30)
+        screen = tmux.wait_for("\\x1b]0;pwned")
         assert "\\x1b[31mred" in screen or "x1b[31mred" in screen  # the process name, as text
         assert tmux.run("display-message", "-p", "-t", "gputop", "#{pane_title}").strip() != "pwned"
         tmux.run("send-keys", "-t", "gputop", "q")

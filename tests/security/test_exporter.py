@@ -28,7 +28,7 @@ from gputop.export.server import EVICTION_NOTE_EVERY_S, MAX_CONNECTIONS
 from tests.conftest import FakeDriver
 from tests.export.conftest import START_TIMEOUT_S, Exporter, start_exporter
 from tests.export.scrape import parse, value
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.machines import training_box
 from tests.security.conftest import LocalUser
 
@@ -257,9 +257,9 @@ def sigterm_to_a_thread_other_than_main(pid: int, round_: int) -> None:
 
 
 def exit_of(proc: subprocess.Popen) -> tuple[int, str]:
-    """The exit status and the rest of stderr of a process told to stop; killed if it has not within 10 s."""
+    """The exit status and the rest of stderr of a process told to stop; killed if it has not within the deadline."""
     try:
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=DEADLINE_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()

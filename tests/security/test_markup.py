@@ -12,6 +12,7 @@ from gputop.model import Snapshot
 from gputop.ui.app import GputopApp
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.training_panel import TrainingPanel
+from tests.factories import settle
 from tests.ui import scenes
 from tests.ui.conftest import make_app  # noqa: F401
 from tests.ui.training_scenes import JOB_PID, starved_job
@@ -85,7 +86,7 @@ async def test_a_notification_holding_a_name_from_outside_is_plain_text(
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await pilot.pause()
         app.notify(f"{host} has sent no snapshot yet", title="Hosts", severity="warning")
-        await pilot.pause(0.2)
+        await settle(pilot, lambda: app.screen.query(Toast), "the notification")
         assert app.is_running
         (toast,) = app.screen.query(Toast)
         assert f"{host} has sent no snapshot yet" in str(toast.render())

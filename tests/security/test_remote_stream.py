@@ -36,7 +36,7 @@ from gputop.ui.hosts.section import HostSection
 from gputop.ui.inbox import Inbox
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.hosts import section_lines, summary_layout, summary_line
-from tests.factories import wait_until
+from tests.factories import settle, wait_until
 from tests.ui import scenes
 
 MIB = 1024 * 1024
@@ -354,7 +354,7 @@ def test_an_80_mib_line_without_a_newline_is_skipped_and_the_connection_goes_on(
     with Cost() as cost:
         fleet.start()
         try:
-            wait_until(events.snapshots, timeout_s=30)
+            wait_until(events.snapshots)
         finally:
             fleet.stop()
     status = events.last()
@@ -434,8 +434,9 @@ def test_lines_of_the_wrong_kind_are_counted_and_skipped_and_the_host_stays_live
     fleet.subscribe(events)
     fleet.start()
     try:
-        wait_until(lambda: len(events.snapshots()) == 2, timeout_s=15)
-        time.sleep(0.3)
+        wait_until(lambda: len(events.snapshots()) == 2)
+        # The status that counts the bad lines comes with or after the snapshot that follows them.
+        wait_until(lambda: (events.last() or HostStatus("")).bad_lines >= len(bad), "the bad lines counted")
     finally:
         fleet.stop()
     status = events.last()
@@ -458,9 +459,7 @@ async def test_the_section_of_a_host_sending_bad_lines_says_how_many(tmp_path: P
     app = hosts_app(Fleet([HostSpec("bad")], 0.5, ssh), interval_s=0.5, user="alice")
     feed = app.feed.feeds["bad"]
     async with app.run_test(size=(120, 40)) as pilot:
-        deadline = time.monotonic() + 15
-        while feed.status.bad_lines < 3 and time.monotonic() < deadline:
-            await pilot.pause(0.1)
+        await settle(pilot, lambda: feed.status.bad_lines >= 3, "the bad lines counted")
         await pilot.pause()
         section = app.screen.query_one(HostSection)
         text = [line.plain for line in section.text_lines(section.content_size.width)]
@@ -493,7 +492,7 @@ def test_escape_sequences_from_a_remote_host_reach_the_screen_as_text(tmp_path: 
     fleet.subscribe(events)
     fleet.start()
     try:
-        wait_until(lambda: ended(events), timeout_s=15)
+        wait_until(lambda: ended(events))
     finally:
         fleet.stop()
     [got] = events.snapshots()[:1]
@@ -519,7 +518,7 @@ def test_a_host_that_sends_no_snapshot_fails_after_the_first_snapshot_timeout(tm
     started = time.monotonic()
     link.start()
     try:
-        wait_until(lambda: (events.last() or HostStatus("")).state == FAILED, timeout_s=10)
+        wait_until(lambda: (events.last() or HostStatus("")).state == FAILED)
         took = time.monotonic() - started
     finally:
         link.stop()
@@ -531,4 +530,4 @@ def test_a_host_that_sends_no_snapshot_fails_after_the_first_snapshot_timeout(tm
         '\\x1b[5mmaintenance tonight\\x1b[0m"'
     )
     assert status.bad_lines == 1
-    assert 1.0 <= took < 5.0
+    assert 1.0 <= took < 15.0  # well before the default of 30 s, on a busy machine too

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import wait_until
 from tests.training.conftest import SCRIPTS, read_line, run_in_terminal
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -26,10 +27,12 @@ GPUTOP_RUN = [sys.executable, "-m", "gputop", "run"]
 PYTHON = [sys.executable, "-W", "ignore"]
 
 # Counts the SIGINTs it gets; after the first it waits for more, writes the count to argv[1] and exits 40 + count.
+# It says when it is continued after a stop.
 COUNT_SIGINTS = """
 import os, signal, sys, time
 seen = []
 signal.signal(signal.SIGINT, lambda *_: seen.append(1))
+signal.signal(signal.SIGCONT, lambda *_: print("continued", flush=True))
 print("ready", os.getpid(), flush=True)
 while not seen:
     time.sleep(0.01)
@@ -180,7 +183,10 @@ def test_ctrl_z_stops_the_job_with_gputop_and_fg_resumes_both(
     script = f"set -m; {run}; echo stopped=$?; fg >/dev/null; echo exit=$?"
 
     code, output = run_in_terminal(
-        ["/bin/bash", "--norc", "-c", script], env, [(b"ready", b"\x1a"), (b"stopped=", b"\x03")]
+        # Ctrl-C once the job runs again: it must reach the job, not the shell that has not yet run fg.
+        ["/bin/bash", "--norc", "-c", script],
+        env,
+        [(b"ready", b"\x1a"), (b"continued", b"\x03")],
     )
 
     assert b"stopped=148" in output, output  # 128 + SIGTSTP, as the shell reports a stopped job
@@ -205,10 +211,7 @@ def test_gputop_killed_takes_the_job_with_it(env: dict[str, str], counter: Path)
         proc.kill()
         proc.wait()
 
-        deadline = time.monotonic() + 5
-        while not gone(job) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert gone(job), "the job outlived gputop"
+        wait_until(lambda: gone(job), "the job's end with gputop's")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(job, signal.SIGKILL)

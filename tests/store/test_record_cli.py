@@ -67,7 +67,7 @@ def record_until_sigterm(driver: FakeDriver, path, interval_s: float) -> tuple[i
     """``gputop record`` every ``interval_s``, sent SIGTERM once its first snapshot is committed: exit code, stderr."""
     driver.write(training_box(1, []))
     run = gputop("record", "-o", str(path), "-d", str(interval_s), env=driver.env())
-    wait_until(lambda: committed(path) > 0, timeout_s=15)
+    wait_until(lambda: committed(path) > 0)
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=15)
     return run.returncode, err
@@ -89,7 +89,7 @@ def test_sigkill_loses_at_most_the_last_flush_interval(driver, tmp_path):
     path = tmp_path / "run.gputop"
     run = gputop("record", "-o", str(path), "-d", "0.1", env=driver.env())
     try:
-        wait_until(lambda: committed(path) > 0, timeout_s=15)
+        wait_until(lambda: committed(path) > 0)
         time.sleep(FLUSH_EVERY_S + 0.7)  # at least one more commit
         killed_at = time.time()
         run.kill()

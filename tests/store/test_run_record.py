@@ -11,6 +11,7 @@ import time
 import psutil
 import pytest
 
+from gputop.model import Snapshot
 from gputop.store import open_recording
 from tests.factories import wait_until
 from tests.training.conftest import SCRIPTS
@@ -60,20 +61,33 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     env = {"GPUTOP_PROBE_DIR": str(tmp_path / "probe")}
     tmux.start_gputop("run", "-d", "0.5", "--record", str(path), "--", *JOB, "--item-s", "0.01", env=env, status=status)
     tmux.wait_until(lambda screen: "Training · PID" in screen and "pt_data_worker" in screen, "the training panel")
+    shown_at = time.time()  # a snapshot with the worker was taken before
     tmux.run("send-keys", "-t", "gputop", "q")
     tmux.wait_for("dashboard closed; waiting for PID")
+    closed_at = time.time()  # any snapshot taken after is the wait's
     with open_recording(path) as recording:  # still being written: what is committed can be read
-        while_open = wait_until(lambda: [s.time for s in recording], timeout_s=10)
+        while_open = wait_until(lambda: [s.time for s in recording])
         assert recording.info.ended is None
     gputop_pid = next(
         p.pid for p in psutil.process_iter(["cmdline"]) if str(path) in (p.info["cmdline"] or []) and p.name() != "env"
     )
-    time.sleep(1.5)  # the job goes on for a while with the dashboard closed: gputop keeps recording it
+
+    def recorded_since_the_dashboard_closed() -> list[Snapshot] | None:
+        """The snapshots after the dashboard's, once they cover a second and one shows the job's worker: the job
+        goes on with the dashboard closed, and gputop keeps recording it."""
+        with open_recording(path) as recording:
+            later = [s for s in recording if s.time > while_open[-1]]
+        if (
+            later
+            and later[-1].time - while_open[-1] >= 1.0
+            and any(with_worker(s) for s in later if s.time > closed_at)
+        ):
+            return later
+        return None
+
+    wait_until(recorded_since_the_dashboard_closed, "a second of snapshots after the dashboard closed")
     os.kill(gputop_pid, signal.SIGINT)  # forwarded to the job, which exits 43
-    deadline = time.monotonic() + 20
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert status.read_text().strip() == "43"
+    assert tmux.exit_status(status) == "43"
 
     with open_recording(path) as recording:
         snapshots = list(recording)
@@ -82,6 +96,11 @@ def test_the_dashboard_and_then_the_wait_for_the_job_are_both_recorded(tmp_path,
     assert times == sorted(times) and times[: len(while_open)] == while_open
     assert times[-1] - while_open[-1] >= 1.0, "the wait after the dashboard closed is recorded too"
     job_pid = snapshots[0].focus_pid
-    with_workers = [s for s in snapshots if any(v.pid == job_pid and v.workers for v in s.training)]
-    assert len(with_workers) >= len(snapshots) // 2, "the job's training view, with its worker, is in the file"
     assert all(s.focus_pid == job_pid for s in snapshots)
+    dashboard, wait = [s for s in snapshots if s.time <= shown_at], [s for s in snapshots if s.time > closed_at]
+    assert any(map(with_worker, dashboard)) and any(map(with_worker, wait)), "the job's view, with its worker"
+
+
+def with_worker(snapshot: Snapshot) -> bool:
+    """The snapshot holds the training view of its focused job, with a DataLoader worker."""
+    return any(v.pid == snapshot.focus_pid and v.workers for v in snapshot.training)

@@ -20,7 +20,7 @@ from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
 from gputop.model import Snapshot, TrainingView
 from gputop.run.launch import probe_env
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -37,7 +37,7 @@ class Job:
         return self.proc.pid
 
 
-def read_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 30.0) -> str:
+def read_line(proc: subprocess.Popen, prefix: str, timeout_s: float = DEADLINE_S) -> str:
     """The first line of the process's stdout starting with ``prefix``; fails the test after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -129,7 +129,7 @@ def monitor(probe_dir: Path) -> Iterator[Callable[[int], SnapshotMaker]]:
 
 
 def view_when(
-    maker: SnapshotMaker, pid: int, condition: Callable[[TrainingView], object], timeout_s: float = 20.0
+    maker: SnapshotMaker, pid: int, condition: Callable[[TrainingView], object], timeout_s: float = DEADLINE_S
 ) -> TrainingView:
     """Take snapshots (every 0.2 s) until the view of ``pid`` meets ``condition``; return that view."""
     last: list[Snapshot] = []

@@ -115,10 +115,13 @@ def test_slow_workers_show_as_a_high_data_wait_share(probe_dir):
 
 
 def test_a_slow_training_step_shows_as_a_low_data_wait_share(probe_dir):
-    _, report = run_job(probe_dir, "--workers", "2", "--step-s", "0.02", "--batches", "30")
+    step_s = 0.2  # well above what receiving a batch from a worker takes, on a busy machine too
+    _, report = run_job(probe_dir, "--workers", "2", "--step-s", str(step_s), "--batches", "15")
 
-    assert report["loaders"][0]["data_wait_share"] < 0.2
-    assert 10 < report["loaders"][0]["steps_per_s"] < 50
+    loader = report["loaders"][0]
+    # The wait for the workers' first batch, paid once, is reported apart: it can be most of a short run.
+    assert loader["data_wait_share"] - loader["pass_start_wait_share"] < 0.3
+    assert 0 < loader["steps_per_s"] <= 1 / step_s
 
 
 def test_errors_of_the_dataset_reach_the_loop_unchanged(probe_dir):

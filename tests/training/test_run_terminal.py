@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.ui.test_tmux import Tmux, gputop_command, tmux  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -33,7 +33,7 @@ def test_closing_the_terminal_closes_the_dashboard_and_gputop_exits(tmp_path: Pa
     processes = wait_until(lambda: len(ours()) >= 2 and ours())  # gputop and its job
     subprocess.run(["tmux", "-S", str(tmux.socket), "kill-server"], check=True)
 
-    _, alive = psutil.wait_procs(processes, timeout=15)
+    _, alive = psutil.wait_procs(processes, timeout=DEADLINE_S)
     try:
         left = [(p.pid, p.name(), p.status()) for p in alive]
         assert not alive, f"still running after the terminal closed: {left}"

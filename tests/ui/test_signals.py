@@ -20,6 +20,7 @@ from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.signal_dialog import SignalDialog
 from gputop.ui.signals import ProcessHandle
 from gputop.ui.widgets.process_table import ProcessTable
+from tests.factories import DEADLINE_S
 from tests.machines import training_box
 from tests.ui import scenes
 
@@ -60,7 +61,7 @@ async def select(pilot, pid: int) -> None:  # type: ignore[no-untyped-def]
     assert pilot.app.screen.query_one(ProcessTable).selected.pid == pid
 
 
-def exited(proc: subprocess.Popen, timeout_s: float = 5.0) -> bool:
+def exited(proc: subprocess.Popen, timeout_s: float = DEADLINE_S) -> bool:
     try:
         proc.wait(timeout_s)
     except subprocess.TimeoutExpired:

@@ -6,13 +6,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.factories import wait_until
+from tests.factories import DEADLINE_S, wait_until
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeProcess, FakeState, write_state
 from tests.machines import h100
@@ -59,13 +58,19 @@ class Tmux:
         self.run("new-session", "-d", "-s", "gputop", "-x", str(width), "-y", str(height), "bash --norc --noprofile")
         self.run("send-keys", "-t", "gputop", " ".join(words), "Enter")
 
+    @staticmethod
+    def exit_status(status: Path) -> str:
+        """The exit status ``start_gputop`` wrote to ``status``, once gputop has exited."""
+        wait_until(status.exists, "gputop's exit")
+        return status.read_text().strip()
+
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "gputop")
 
-    def wait_for(self, text: str, timeout_s: float = 15.0) -> str:
+    def wait_for(self, text: str, timeout_s: float = DEADLINE_S) -> str:
         return self.wait_until(lambda screen: text in screen, f"{text!r} on screen", timeout_s)
 
-    def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = 15.0) -> str:
+    def wait_until(self, condition: Callable[[str], bool], what: str, timeout_s: float = DEADLINE_S) -> str:
         """The screen once ``condition`` holds for it; fails the test with the last screen after ``timeout_s``."""
 
         def matched() -> str | None:
@@ -106,7 +111,4 @@ def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_j
     tmux.wait_until(lambda screen: max(map(len, screen.splitlines())) <= 80, "a redraw at 80 columns")
 
     tmux.run("send-keys", "-t", "gputop", "q")
-    deadline = time.monotonic() + 10
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert status.read_text().strip() == "0"
+    assert tmux.exit_status(status) == "0"

@@ -57,15 +57,15 @@ class RankStats:
 
     @property
     def others_wait(self) -> float | None:
-        """The share of a step the main thread is off the CPU outside the data wait: waiting for other ranks."""
+        """The share of a step the main thread sleeps outside the data wait: waiting for other ranks."""
         if self.main_busy is None:
             return None
         return max(0.0, 1.0 - self.main_busy - (self.data_wait or 0.0))
 
     @property
     def own_s(self) -> float | None:
-        """Seconds per step the rank computes on its own: its main thread's time on the CPU per step. Waiting for
-        its data is not counted here: a rank held up by its input is ``rank-imbalance``'s to name."""
+        """Seconds per step the rank computes on its own: its main thread's time on a CPU, or waiting for one, per
+        step. Waiting for its data is not counted here: a rank held up by its input is ``rank-imbalance``'s."""
         if not self.steps_per_s or self.main_busy is None:
             return None
         return self.main_busy / self.steps_per_s

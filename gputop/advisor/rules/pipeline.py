@@ -83,6 +83,22 @@ def _more_workers_action(plan: WorkerPlan, workers: int, cores: int, held: Conte
     )
 
 
+def steady_wait(recent: JobWindow) -> float | None:
+    """The share of each step the loop waits for data, less its waits for workers starting up: at each epoch
+    without ``persistent_workers`` (``persistent-workers-off``'s), and in the first epoch whatever the setting.
+    More workers make those waits longer, not shorter, and the first one is paid once: workers slow to start,
+    on a host whose CPUs are busy or with a slow ``worker_init_fn``, do not starve the loop's steps."""
+    wait = recent.loader_median("data_wait_share")
+    loader = recent.latest.loader
+    if wait is None or loader is None:
+        return wait
+    if loader.effective.persistent_workers is False or loader.passes <= 1:
+        starting = recent.loader_median("pass_start_wait_share")
+        if starting is not None:
+            wait = max(0.0, wait - starting)
+    return wait
+
+
 def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     """The loop waits for data a large share of each step while the GPU is not kept busy."""
     recent = recent_window(w, config)
@@ -92,15 +108,7 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     workers = latest.num_workers
     if not workers:
         return None
-    wait = recent.loader_median("data_wait_share")
-    loader = latest.loader
-    restarts = loader is not None and loader.effective.persistent_workers is False
-    if wait is not None and restarts:
-        starting = recent.loader_median("pass_start_wait_share")
-        if starting is not None:
-            # Waits for workers starting up at each epoch are persistent-workers-off's: more workers make them
-            # longer.
-            wait = max(0.0, wait - starting)
+    wait = steady_wait(recent)
     if wait is None or wait < th.DATA_WAIT_INFO:
         return None
     steps = recent.loader_median("steps_per_s")
@@ -231,7 +239,7 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     loader = latest.loader
     if loader is not None and loader.requested.pin_memory:
         return None  # asked for, and turned off by torch: this machine has no accelerator for it
-    wait = recent.loader_median("data_wait_share")
+    wait = steady_wait(recent)
     rx = recent.median(lambda s: max((g.pcie_rx_bytes_per_s or 0 for g in s.gpus), default=None))
     waits = wait is not None and wait >= th.DATA_WAIT_INFO
     copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
