@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import psutil
 import pytest
 
 from gputop.model import HostInfo
@@ -83,3 +87,19 @@ async def settle(
         if time.monotonic() > deadline:
             pytest.fail(f"the app never got {what} within {timeout_s} s")
         await pilot.pause(0.02)
+
+
+def kill_family(pid: int) -> None:
+    """Kill a process started in its own session, its process group and every process below it, and wait for
+    them. The process group alone misses some: torchrun starts each rank in a session of its own, and a rank whose
+    launcher is killed waits for its peers in a collective for half an hour."""
+    try:
+        family = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    for process in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(family, timeout=DEADLINE_S)

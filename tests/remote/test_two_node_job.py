@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +19,7 @@ from gputop.remote.fleet import Fleet
 from gputop.remote.hostspec import HostSpec
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostJobs
-from tests.factories import settle, wait_until
+from tests.factories import kill_family, settle, wait_until
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import h100
 from tests.remote.conftest import GPUTOP, SshLab
@@ -53,8 +51,7 @@ def two_node_job(tmp_path: Path) -> Iterator[list[subprocess.Popen]]:
         yield launchers
     finally:
         for launcher in launchers:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(launcher.pid, signal.SIGKILL)
+            kill_family(launcher.pid)
             launcher.wait(timeout=10)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gputop.run.launch import probe_env
+from tests.factories import kill_family
 from tests.fakenvml.build import build
 from tests.fakenvml.state import FakeState, write_state
 from tests.scenarios.gpu import SPEC_ENV, state_for
@@ -122,7 +122,7 @@ def run_scenario(scenario: Scenario, home: Path) -> Outcome:
         command = _gputop("report", "--pid", str(job.pid), "--seconds", str(TRAIN_S), "--json")
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     finally:
-        os.killpg(job.pid, signal.SIGKILL)
+        kill_family(job.pid)
         job.wait()
         job.stdout.close()
     return Outcome(json.loads(done.stdout) if done.returncode == 0 else None, done.stderr)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pty
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +18,7 @@ from gputop.collect.sampler import SnapshotMaker
 from gputop.collect.training import TrainingCollector
 from gputop.model import Snapshot, TrainingView
 from gputop.run.launch import probe_env
-from tests.factories import DEADLINE_S, wait_until
+from tests.factories import DEADLINE_S, kill_family, wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -106,8 +104,7 @@ def start_job(probe_dir: Path) -> Iterator[Callable[..., Job]]:
 
     yield start
     for proc in started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_family(proc.pid)
         proc.wait()
         proc.stdout.close()
 
