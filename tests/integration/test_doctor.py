@@ -214,7 +214,7 @@ def test_fan_and_power_not_supported_collapse_per_field(tmp_path: Path) -> None:
 def test_a_cpu_only_torch_is_known_without_importing_it() -> None:
     """Importing torch costs a second or more: a CPU-only build is read from its version.py alone."""
     code = (
-        "import sys; from gputop.doctor.checks import read_torch; view = read_torch(); "
+        "import sys; from gputop.doctor.checks.pytorch import read_torch; view = read_torch(); "
         "print(view.version, view.cuda_build, view.cuda_available, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
