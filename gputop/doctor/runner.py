@@ -1,7 +1,8 @@
 """``gputop doctor``'s run: every check in the order it is shown, each isolated, into one ``Report``.
 
 A check that fails with an exception becomes a ``limited`` check saying so, and the others still run. Checks that
-need NVML are ``skipped`` when NVML could not start.
+need NVML are ``skipped`` when NVML could not start, and those that ask each GPU when no GPU answers: a check of no
+GPU would say all is well.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def run(
             snap_error = exc
         ready = session.started and bool(session.count)
         no_nvml = "NVML is not usable (see the driver check)"
+        answering = bool(session.usable())
+        no_gpu = "no GPU answers (see the GPUs check)"
 
         def with_snapshot(id: str, title: str, make: Callable[[Snapshot], Check]) -> Check:
             if snap is None:
@@ -88,12 +91,17 @@ def run(
         def with_nvml(id: str, title: str, make: Callable[[], Check]) -> Check:
             return isolated(id, title, make) if ready else skipped(id, title, no_nvml)
 
+        def per_gpu(id: str, title: str, make: Callable[[], Check]) -> Check:
+            if ready and not answering:
+                return skipped(id, title, no_gpu)
+            return with_nvml(id, title, make)
+
         checks.append(with_nvml("gpus", "GPUs", lambda: gpus_check(snap) if snap else _no_snapshot(snap_error)))
         checks.append(
             with_nvml("persistence", "Persistence mode and start-up time", lambda: persistence_check(session))
         )
         checks.append(
-            with_nvml("processes", "GPU process lists", lambda: processes_check(process_list_access(session.usable())))
+            per_gpu("processes", "GPU process lists", lambda: processes_check(process_list_access(session.usable())))
         )
         checks.append(isolated("proc", "Other users' processes (/proc)", lambda: proc_check(read_proc_view())))
         checks.append(
@@ -106,14 +114,12 @@ def run(
             )
         )
         checks.append(
-            with_nvml(
-                "mig", "MIG (Multi-Instance GPU)", lambda: mig_check({i: nvml.mig(h) for i, h in session.usable()})
-            )
+            per_gpu("mig", "MIG (Multi-Instance GPU)", lambda: mig_check({i: nvml.mig(h) for i, h in session.usable()}))
         )
         branch = branch_of(_fact_text(driver.facts.get("driver_version")))
         names = {g.index: g.name for g in snap.gpus} if snap else {}
         checks.append(
-            with_nvml(
+            per_gpu(
                 "gpm",
                 "GPM (SM activity)",
                 lambda: gpm_check({i: gpm_support(i, h) for i, h in session.usable()}, names, branch),
