@@ -1,6 +1,8 @@
-"""The NVML side of ``gputop doctor``: one session of its own, timed, and the per-GPU questions it asks.
+"""The NVML side of ``gputop doctor``: one session of its own, timed, and the per-GPU questions it asks NVML
+itself (persistence mode, MIG mode and instances). The questions the collector also asks (process lists, GPM) go
+to the collector's public functions with this session's handles, so that doctor says what the dashboard shows.
 
-Nothing here raises for an NVML error: each answer is a value or the reason there is none.
+Nothing here raises for an NVML error: each answer is a value or the reason there is none (``reason_of``).
 """
 
 from __future__ import annotations

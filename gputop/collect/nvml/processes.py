@@ -140,9 +140,9 @@ def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> 
     return result
 
 
-def _samples_since(handle: Any, since_us: int) -> list[Any]:
+def _samples_since(handle: Any, since_us: int) -> Any:
     try:
-        return list(pynvml.nvmlDeviceGetProcessUtilization(handle, since_us))
+        return pynvml.nvmlDeviceGetProcessUtilization(handle, since_us)
     except Exception as exc:
         if nvml_code(exc) == NVML_ERROR_NOT_FOUND:
             return []  # no samples newer than the last one: nothing ran since, not an error
