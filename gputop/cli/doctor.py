@@ -28,8 +28,8 @@ def doctor(as_json: bool) -> int:
     import json
 
     from gputop import __version__
-    from gputop.doctor.checks import run
     from gputop.doctor.render import render_text, report_to_dict
+    from gputop.doctor.runner import run
 
     report = run()
     if as_json:

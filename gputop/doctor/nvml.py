@@ -1,6 +1,8 @@
-"""The NVML side of ``gputop doctor``: one session of its own, timed, and the per-GPU questions it asks.
+"""The NVML side of ``gputop doctor``: one session of its own, timed, and the per-GPU questions it asks NVML
+itself (persistence mode, MIG mode and instances). The questions the collector also asks (process lists, GPM) go
+to the collector's public functions with this session's handles, so that doctor says what the dashboard shows.
 
-Nothing here raises for an NVML error: each answer is a value or the reason there is none.
+Nothing here raises for an NVML error: each answer is a value or the reason there is none (``reason_of``).
 """
 
 from __future__ import annotations
@@ -12,22 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gputop.collect.nvml import gpm as collect_gpm
 from gputop.collect.nvml.errors import (
-    GONE,
-    INIT_REASONS,
-    NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
-    NVML_ERROR_FUNCTION_NOT_FOUND,
-    NVML_ERROR_NO_PERMISSION,
+    NO_PYNVML,
     NVML_ERROR_NOT_FOUND,
-    NVML_ERROR_NOT_SUPPORTED,
-    GpuLost,
+    init_reason,
     lost_reason,
     nvml_code,
+    reason_of,
     text,
 )
-from gputop.collect.nvml.slot import GpuSlot
-from gputop.model import NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
+from gputop.model import NOT_IN_DRIVER
 from gputop.sanitize import printable
 
 try:
@@ -37,25 +33,9 @@ except ImportError:
 
 T = TypeVar("T")
 
-LOST = "GPU is lost"
-
 
 def ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
-
-
-def why(exc: BaseException) -> str:
-    """An NVML error as one of the model's reasons (``unsupported``, ``not in this driver``, ...) or its text."""
-    code = nvml_code(exc)
-    if code == NVML_ERROR_NOT_SUPPORTED:
-        return UNSUPPORTED
-    if code in (NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_ARGUMENT_VERSION_MISMATCH) or isinstance(exc, AttributeError):
-        return NOT_IN_DRIVER
-    if code == NVML_ERROR_NO_PERMISSION:
-        return NO_PERMISSION
-    if code in GONE:
-        return LOST
-    return f"error: {text(exc)}"
 
 
 def ask(fn: Callable[[], T]) -> tuple[T | None, str | None]:
@@ -63,7 +43,7 @@ def ask(fn: Callable[[], T]) -> tuple[T | None, str | None]:
     try:
         return fn(), None
     except Exception as exc:  # NVMLError subclasses, AttributeError for a wrapper this pynvml lacks
-        return None, why(exc)
+        return None, reason_of(exc)
 
 
 def pynvml_version() -> str | None:
@@ -91,16 +71,13 @@ class Session:
     def open(cls) -> Session:
         session = cls()
         if pynvml is None:
-            session.reason = "the nvidia-ml-py package (module pynvml) is not installed"
+            session.reason = NO_PYNVML
             return session
         started = time.perf_counter()
         try:
             pynvml.nvmlInit()
         except Exception as exc:  # NVMLError, or OSError from a broken library
-            code = nvml_code(exc)
-            session.reason = (INIT_REASONS.get(code) if code is not None else None) or (
-                f"NVML initialisation failed: {text(exc)}"
-            )
+            session.reason = init_reason(exc)
             return session
         session.init_ms = ms_since(started)
         session.started = True
@@ -175,7 +152,7 @@ def mig(handle: Any) -> MigState:
         except Exception as exc:
             if nvml_code(exc) == NVML_ERROR_NOT_FOUND:
                 continue  # an empty slot
-            return MigState(current, pending, None, why(exc))
+            return MigState(current, pending, None, reason_of(exc))
         found += 1
         profile = _profile(instance)
         if profile is not None:
@@ -187,16 +164,3 @@ def _profile(instance: Any) -> str | None:
     """A MIG device's profile from its name, as drivers give it: ``NVIDIA A100-SXM4-40GB MIG 3g.20gb``."""
     name, _ = ask(lambda: str(pynvml.nvmlDeviceGetName(instance)))
     return printable(name.rsplit(" MIG ", 1)[1].strip()) if name is not None and " MIG " in name else None
-
-
-def gpm(index: int, handle: Any) -> tuple[bool | None, str | None]:
-    """Whether the GPU has GPM, asked as the collector asks it (``gpm.supported``): ``(False, None)`` where the GPU
-    has none (older than Hopper), ``(None, reason)`` where the driver or NVML stands in the way."""
-    slot = GpuSlot(index=index, handle=handle)
-    try:
-        if collect_gpm.supported(slot):
-            return True, None
-    except GpuLost:
-        return None, LOST
-    why = slot.unsupported.get("gpm", UNSUPPORTED)
-    return (False, None) if why == UNSUPPORTED else (None, why)

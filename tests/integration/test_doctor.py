@@ -197,6 +197,16 @@ def test_every_gpu_lost_blocks(tmp_path: Path) -> None:
     assert by_id(doc)["gpus"]["verdict"] == "blocked"
 
 
+def test_with_every_gpu_lost_the_checks_that_ask_each_gpu_are_skipped_rather_than_ok(tmp_path: Path) -> None:
+    state = training_box(1, [])
+    state.gpus[0].errors = {"*": "GPU_IS_LOST"}
+    done = doctor(state_driver(tmp_path, state).env(), tmp_path)
+
+    assert done.returncode == 1
+    for title in ("GPU process lists", "MIG (Multi-Instance GPU)", "GPM (SM activity)"):
+        assert f"[skipped] {title}: not checked: no GPU answers (see the GPUs check)" in done.stdout
+
+
 def test_fan_and_power_not_supported_collapse_per_field(tmp_path: Path) -> None:
     state = training_box(3, [])
     for gpu in state.gpus:
@@ -214,7 +224,7 @@ def test_fan_and_power_not_supported_collapse_per_field(tmp_path: Path) -> None:
 def test_a_cpu_only_torch_is_known_without_importing_it() -> None:
     """Importing torch costs a second or more: a CPU-only build is read from its version.py alone."""
     code = (
-        "import sys; from gputop.doctor.checks import read_torch; view = read_torch(); "
+        "import sys; from gputop.doctor.checks.pytorch import read_torch; view = read_torch(); "
         "print(view.version, view.cuda_build, view.cuda_available, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

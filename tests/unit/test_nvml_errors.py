@@ -13,6 +13,7 @@ from gputop.collect.nvml.errors import (
     NVML_ERROR_RESET_REQUIRED,
     GpuLost,
     call,
+    reason_of,
 )
 from gputop.model import GPU_LOST_STATE, NO_PERMISSION, NOT_IN_DRIVER, UNSUPPORTED
 
@@ -85,3 +86,25 @@ def test_a_lost_gpu_raises_so_the_whole_gpu_is_shown_lost(code: int) -> None:
     with pytest.raises(GpuLost) as raised:
         call({}, "power", fn)
     assert raised.value.state == GPU_LOST_STATE and "reset" in raised.value.reason
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (FakeNvmlError(NVML_ERROR_NOT_SUPPORTED), UNSUPPORTED),
+        (FakeNvmlError(NVML_ERROR_FUNCTION_NOT_FOUND), NOT_IN_DRIVER),
+        (FakeNvmlError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH), NOT_IN_DRIVER),
+        (AttributeError("nvmlDeviceGetSomethingNew"), NOT_IN_DRIVER),
+        (FakeNvmlError(NVML_ERROR_NO_PERMISSION), NO_PERMISSION),
+        (FakeNvmlError(NVML_ERROR_GPU_IS_LOST), "GPU is lost"),
+        (FakeNvmlError(NVML_ERROR_RESET_REQUIRED), "GPU is lost"),
+        (RuntimeError("Unknown Error \x1b[2J"), "error: Unknown Error \\x1b[2J"),
+    ],
+)
+def test_each_error_has_one_reason_and_the_wrapper_gives_the_same_one(error: Exception, reason: str) -> None:
+    def fn() -> object:
+        raise error
+
+    assert reason_of(error) == reason
+    if reason != "GPU is lost":  # the wrapper raises for a lost GPU instead
+        assert call({}, "x", fn) == (None, reason)

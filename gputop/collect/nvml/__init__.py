@@ -12,6 +12,12 @@ which one the loaded driver really answered (``slot.Variants``):
 
 SM activity comes from GPM where the GPU has it (``gpm.py``). A GPU partitioned with MIG is read by ``mig.py``:
 its instances, their processes (also for a caller who may not list the whole GPU's), GPM per instance.
+
+Besides the collector, two questions are answered for a caller with an NVML session of its own (``gputop
+doctor``), asked exactly as a tick asks them: ``process_list_access`` (may this user list each GPU's processes, and
+if not why) and ``gpm_support`` (does a GPU have GPM, and if not why). With ``errors`` (``reason_of``: NVML's errors
+in the words gputop shows) they are all such a caller needs: ``GpuSlot``, ``Variants`` and the reading modules
+stay the collector's own.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Any
 
 from gputop.collect.nvml import device, gpm, mig
 from gputop.collect.nvml.device import CLOCK_EVENT_REASONS, cuda_version_text, decode_clock_reasons
-from gputop.collect.nvml.errors import INIT_REASONS, GpuLost, lost_reason, nvml_code, text
-from gputop.collect.nvml.listing import list_processes
+from gputop.collect.nvml.errors import INIT_REASONS, NO_PYNVML, GpuLost, init_reason, lost_reason, text
+from gputop.collect.nvml.gpm import gpm_support
+from gputop.collect.nvml.listing import ProcessList, ProcessListAccess, list_processes, process_list_access
 from gputop.collect.nvml.slot import GpuSlot, Variants
 from gputop.model import (
     DRIVER_OK,
@@ -44,7 +51,17 @@ try:
 except ImportError:  # the dashboard still runs (host side only) where nvidia-ml-py is absent
     pynvml = None
 
-__all__ = ["CLOCK_EVENT_REASONS", "INIT_REASONS", "NvmlCollector", "cuda_version_text", "decode_clock_reasons"]
+__all__ = [
+    "CLOCK_EVENT_REASONS",
+    "INIT_REASONS",
+    "NvmlCollector",
+    "ProcessList",
+    "ProcessListAccess",
+    "cuda_version_text",
+    "decode_clock_reasons",
+    "gpm_support",
+    "process_list_access",
+]
 
 
 class NvmlCollector:
@@ -72,14 +89,12 @@ class NvmlCollector:
             return self.driver
         self._started = True
         if pynvml is None:
-            self.driver = DriverInfo(DRIVER_UNAVAILABLE, "the nvidia-ml-py package (module pynvml) is not installed")
+            self.driver = DriverInfo(DRIVER_UNAVAILABLE, NO_PYNVML)
             return self.driver
         try:
             pynvml.nvmlInit()
         except Exception as exc:  # pynvml raises NVMLError subclasses, and OSError from a broken library
-            code = nvml_code(exc)
-            reason = INIT_REASONS.get(code) if code is not None else None
-            self.driver = DriverInfo(DRIVER_UNAVAILABLE, reason or f"NVML initialisation failed: {text(exc)}")
+            self.driver = DriverInfo(DRIVER_UNAVAILABLE, init_reason(exc))
             return self.driver
         self.driver = DriverInfo(
             status=DRIVER_OK,

@@ -1,7 +1,9 @@
-"""NVML's errors, classified: one wrapper turns an ``NVMLError`` into a reason instead of an exception.
+"""NVML's errors, classified: ``reason_of`` turns an ``NVMLError`` into one of the reasons gputop shows, and the
+``call`` wrapper returns that reason instead of raising.
 
-The return codes are those of nvml.h, spelled out under their NVML names so that this module (and the reasons
-the dashboard shows without a driver) works with any nvidia-ml-py version, or none.
+This is the one mapping of NVML's errors to words: the collector and ``gputop doctor`` both read it, so that doctor
+says what the dashboard shows. The return codes are those of nvml.h, spelled out under their NVML names so that
+this module (and the reasons the dashboard shows without a driver) works with any nvidia-ml-py version, or none.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 
 GONE = (NVML_ERROR_GPU_IS_LOST, NVML_ERROR_RESET_REQUIRED)
 """Codes that mean the whole GPU is gone until a reset, not one value."""
+LOST = "GPU is lost"
+"""The reason for a value asked of a GPU that is gone (``GONE``): the collector raises ``GpuLost`` instead."""
+
+NO_PYNVML = "the nvidia-ml-py package (module pynvml) is not installed"
 
 INIT_REASONS = {
     NVML_ERROR_LIBRARY_NOT_FOUND: (
@@ -69,6 +75,28 @@ def text(value: Any) -> str:
     return printable(value.decode(errors="replace") if isinstance(value, bytes) else str(value))
 
 
+def reason_of(exc: BaseException) -> str:
+    """An NVML error as the reason gputop shows for the value it cost: ``unsupported`` (this GPU has no such value),
+    ``not in this driver`` (a missing symbol, a struct version the driver predates, or a wrapper this pynvml
+    lacks), ``no permission``, ``GPU is lost`` (``GONE``), else NVML's own words."""
+    code = nvml_code(exc)
+    if code == NVML_ERROR_NOT_SUPPORTED:
+        return UNSUPPORTED
+    if code in (NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_ARGUMENT_VERSION_MISMATCH) or isinstance(exc, AttributeError):
+        return NOT_IN_DRIVER
+    if code == NVML_ERROR_NO_PERMISSION:
+        return NO_PERMISSION
+    if code in GONE:
+        return LOST
+    return f"error: {text(exc)}"
+
+
+def init_reason(exc: BaseException) -> str:
+    """Why ``nvmlInit`` failed, in words that say what to check."""
+    code = nvml_code(exc)
+    return (INIT_REASONS.get(code) if code is not None else None) or f"NVML initialisation failed: {text(exc)}"
+
+
 def lost_reason(exc: BaseException) -> tuple[GpuState, str]:
     """The card state and the reason for a GPU that cannot be read at all."""
     code = nvml_code(exc)
@@ -84,8 +112,8 @@ def lost_reason(exc: BaseException) -> tuple[GpuState, str]:
 def call(unsupported: dict[str, str], key: str, fn: Callable[..., Any], *args: Any) -> tuple[Any, str | None]:
     """Call ``fn``; return (value, None) or (None, reason). Raise ``GpuLost`` when the GPU is gone.
 
-    NOT_SUPPORTED and FUNCTION_NOT_FOUND are remembered in ``unsupported`` (one GPU's) under ``key``, so they are
-    asked only once.
+    What the GPU or the driver lacks (``unsupported``, ``not in this driver``) is remembered in ``unsupported``
+    (one GPU's) under ``key``, so it is asked only once.
     """
     remembered = unsupported.get(key)
     if remembered is not None:
@@ -93,18 +121,9 @@ def call(unsupported: dict[str, str], key: str, fn: Callable[..., Any], *args: A
     try:
         return fn(*args), None
     except Exception as exc:
-        code = nvml_code(exc)
-        if code in GONE:
+        if nvml_code(exc) in GONE:
             raise GpuLost(*lost_reason(exc)) from exc
-        if code == NVML_ERROR_NOT_SUPPORTED:
-            unsupported[key] = UNSUPPORTED
-            return None, UNSUPPORTED
-        # A missing symbol, or a struct version this driver predates: the call does not exist here.
-        if code in (NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_ARGUMENT_VERSION_MISMATCH) or isinstance(
-            exc, AttributeError
-        ):
-            unsupported[key] = NOT_IN_DRIVER
-            return None, NOT_IN_DRIVER
-        if code == NVML_ERROR_NO_PERMISSION:
-            return None, NO_PERMISSION
-        return None, f"error: {text(exc)}"
+        reason = reason_of(exc)
+        if reason in (UNSUPPORTED, NOT_IN_DRIVER):
+            unsupported[key] = reason
+        return None, reason

@@ -9,7 +9,7 @@ import functools
 import math
 from typing import Any
 
-from gputop.collect.nvml.errors import NVML_SUCCESS, call
+from gputop.collect.nvml.errors import LOST, NVML_SUCCESS, GpuLost, call
 from gputop.collect.nvml.slot import GpuSlot, Put
 from gputop.model import INVALID, MEASURING, NOT_IN_DRIVER, UNSUPPORTED
 
@@ -52,6 +52,20 @@ def supported(slot: GpuSlot) -> bool:
         slot.unsupported["gpm"] = UNSUPPORTED
         return False
     return True
+
+
+def gpm_support(index: int, handle: Any) -> tuple[bool | None, str | None]:
+    """Whether a GPU has GPM, asked as the collector asks it (``supported``), of its handle alone: ``(True,
+    None)``; ``(False, None)`` where the GPU has none (older than Hopper); ``(None, reason)`` where the driver or
+    NVML stands in the way, ``GPU is lost`` included. Never raises for an NVML error."""
+    slot = GpuSlot(index=index, handle=handle)
+    try:
+        if supported(slot):
+            return True, None
+    except GpuLost:
+        return None, LOST
+    why = slot.unsupported.get("gpm", UNSUPPORTED)
+    return (False, None) if why == UNSUPPORTED else (None, why)
 
 
 def _without_gpm(slot: GpuSlot) -> str:

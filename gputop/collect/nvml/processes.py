@@ -13,18 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from gputop.collect.nvml.errors import (
-    GONE,
-    NVML_ERROR_FUNCTION_NOT_FOUND,
     NVML_ERROR_INSUFFICIENT_SIZE,
-    NVML_ERROR_NO_PERMISSION,
     NVML_ERROR_NOT_FOUND,
-    NVML_ERROR_NOT_SUPPORTED,
     NVML_SUCCESS,
-    GpuLost,
     call,
-    lost_reason,
     nvml_code,
-    text,
 )
 from gputop.collect.nvml.slot import GpuSlot, Variants
 from gputop.model import (
@@ -34,7 +27,6 @@ from gputop.model import (
     NO_PERMISSION,
     NOT_IN_DRIVER,
     NOT_REPORTED,
-    UNSUPPORTED,
     GpuProcess,
     ProcessKind,
     frozen_reasons,
@@ -148,23 +140,20 @@ def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> 
     return result
 
 
+def _samples_since(handle: Any, since_us: int) -> Any:
+    try:
+        return pynvml.nvmlDeviceGetProcessUtilization(handle, since_us)
+    except Exception as exc:
+        if nvml_code(exc) == NVML_ERROR_NOT_FOUND:
+            return []  # no samples newer than the last one: nothing ran since, not an error
+        raise
+
+
 def read_samples(slot: GpuSlot, sample_stale_s: float) -> tuple[dict[int, tuple[int, float, float]], str | None]:
     """Per-process SM and memory-bandwidth use, asking only for samples newer than the last one seen."""
-    try:
-        if "process_utilization" in slot.unsupported:
-            return {}, slot.unsupported["process_utilization"]
-        fresh = pynvml.nvmlDeviceGetProcessUtilization(slot.handle, slot.last_sample_us)
-    except Exception as exc:
-        code = nvml_code(exc)
-        if code == NVML_ERROR_NOT_FOUND:
-            fresh = []  # no samples newer than the last one: nothing ran since, not an error
-        elif code in GONE:
-            raise GpuLost(*lost_reason(exc)) from exc
-        elif code in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND):
-            slot.unsupported["process_utilization"] = UNSUPPORTED if code == NVML_ERROR_NOT_SUPPORTED else NOT_IN_DRIVER
-            return {}, slot.unsupported["process_utilization"]
-        else:
-            return {}, NO_PERMISSION if code == NVML_ERROR_NO_PERMISSION else f"error: {text(exc)}"
+    fresh, why = call(slot.unsupported, "process_utilization", _samples_since, slot.handle, slot.last_sample_us)
+    if fresh is None:
+        return {}, why
     grouped: dict[int, list[Any]] = {}
     for sample in fresh:
         grouped.setdefault(int(sample.pid), []).append(sample)
