@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.window import JobSample, JobWindow, fixed_reader
+from gputop.advisor.readers import HOST_CPU, Reader
+from gputop.advisor.samples import JobSample
+from gputop.advisor.window import JobWindow
 from gputop.model import CpuUse
 
 
@@ -47,7 +49,6 @@ class Contention:
         return ", ".join(f"{u.user}'s processes {u.cpu_percent / 100:.1f}" for u in self.users)
 
 
-@fixed_reader
 def _job_cpu(sample: JobSample) -> float | None:
     """The training process's CPU and its workers', in % of a core."""
     own = sample.process.cpu_percent if sample.process is not None else None
@@ -57,9 +58,7 @@ def _job_cpu(sample: JobSample) -> float | None:
     return (own or 0.0) + (workers or 0.0)
 
 
-@fixed_reader
-def _host_cpu(sample: JobSample) -> float | None:
-    return sample.host.cpu_percent
+JOB_CPU = Reader("job cpu_percent", _job_cpu)
 
 
 TOP_NAMED = 3
@@ -71,8 +70,8 @@ def contention(window: JobWindow) -> Contention | None:
     latest = window.latest
     if latest.local_ranks != 1:
         return None
-    busy = window.median(_host_cpu)
-    job = window.median(_job_cpu)
+    busy = window.median(HOST_CPU)
+    job = window.median(JOB_CPU)
     if busy is None or job is None or busy < th.HOST_CPU_SATURATED_PERCENT:
         return None
     cpu_count = latest.host.cpu_count

@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.lineage import Lineage
 from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule, Rule
-from gputop.advisor.window import MAX_HISTORY_SAMPLES, AdvisorConfig, JobSample, JobWindow, Lineage, sample_of
+from gputop.advisor.samples import JobSample, sample_of
+from gputop.advisor.window import MAX_HISTORY_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, find_jobs
 from gputop.model import Advice, Snapshot, TrainingView, job_views
 
@@ -144,9 +146,9 @@ class _JudgedTimes:
         return True
 
 
-class History:
-    """One watched process: its samples over ``history_s``, oldest first, the lineage of the windows made of them,
-    and the state of each of its rules, by rule id."""
+class ProcessState:
+    """What the rules keep of one watched process: its samples over ``history_s``, oldest first, the lineage of the
+    windows made of them, and the state of each of its rules, by rule id."""
 
     __slots__ = ("inversions", "lineage", "samples", "states")
 
@@ -214,7 +216,7 @@ class Advisor:
         self.rules: tuple[Rule, ...] = RULES
         self.job_rules: tuple[JobRule, ...] = JOB_RULES
         self.active: tuple[Advice, ...] = ()
-        self._samples: dict[int, History] = {}
+        self._processes: dict[int, ProcessState] = {}
         self._last_merge: tuple[list[Advice], object] = ([], None)
         """The findings ``active`` was merged from, with the jobs and GPUs it was merged by."""
         self._states: dict[StateKey, _RuleState] = {}
@@ -241,16 +243,16 @@ class Advisor:
         windows: dict[int, JobWindow] = {}
         for view, local_ranks in watched:
             pid = view.pid
-            history = self._samples.get(pid)
-            if history is None:
-                history = self._samples[pid] = History()
-            history.add(sample_of(snap, view, local_ranks), oldest)
-            window = windows[pid] = history.window()
+            process = self._processes.get(pid)
+            if process is None:
+                process = self._processes[pid] = ProcessState()
+            process.add(sample_of(snap, view, local_ranks), oldest)
+            window = windows[pid] = process.window()
             latest = window.latest
             self._gpus[pid] = tuple(g.index for g in latest.gpus)
             at = latest.time
             trains = view.trains
-            states = history.states
+            states = process.states
             for rule, hold_s in rules:
                 if rule.gpu or trains:
                     state = states.get(rule.id)
@@ -269,8 +271,8 @@ class Advisor:
                 self._evaluate_job(job_rule, job, windows, now)
         current = {j.id for j in jobs}
         ended = [job_id for job_id in self._jobs if job_id not in current]
-        for pid in [pid for pid in self._samples if pid not in alive]:  # the process ended: its findings end with it
-            del self._samples[pid]
+        for pid in [pid for pid in self._processes if pid not in alive]:  # it ended: its findings end with it
+            del self._processes[pid]
             self._gpus.pop(pid, None)
             self._forget(pid)
         for job_id in ended:

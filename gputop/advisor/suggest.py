@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.window import JobSample, WorkerActivity
+from gputop.advisor.loop import WorkerActivity
+from gputop.advisor.samples import JobSample
 from gputop.breakdown import DeviceMemory
 from gputop.model import CudaMemory, Gpu, ProbeReport
 

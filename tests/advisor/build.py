@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gputop.advisor.window import JobSample, JobWindow, current_loader
+from gputop.advisor.samples import JobSample, current_loader
+from gputop.advisor.window import JobWindow
 from gputop.model import (
     DRIVER_OK,
     EVIDENCE_TORCH_THREADS,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Callable
 
 import pytest
 
-from gputop.advisor.engine import History
-from gputop.advisor.window import FORGET_TICKS, JobSample, JobWindow, worker_activity
+from gputop.advisor.engine import ProcessState
+from gputop.advisor.lineage import FORGET_TICKS
+from gputop.advisor.loop import worker_activity
+from gputop.advisor.readers import DATA_WAIT_SHARE, STEPS_PER_S, Reader, ReaderFamily
+from gputop.advisor.samples import JobSample
+from gputop.advisor.window import JobWindow
 from tests.advisor.build import loader, sample, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -19,18 +22,8 @@ pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 def test_loader_medians_of_different_figures_differ_on_the_same_window():
     w = window(lambda t: sample(t, view(loader(wait=0.25, steps=8.0))))
 
-    assert w.loader_median("data_wait_share") == pytest.approx(0.25)
-    assert w.loader_median("steps_per_s") == pytest.approx(8.0)
-
-
-def test_readers_closing_over_different_values_are_told_apart():
-    w = window(lambda t: sample(t, view(loader(wait=0.25))))
-
-    def above(limit: float):
-        return lambda s: s.time > limit
-
-    assert w.share(above(-1.0)) == 1.0
-    assert w.share(above(1e9)) == 0.0
+    assert w.median(DATA_WAIT_SHARE) == pytest.approx(0.25)
+    assert w.median(STEPS_PER_S) == pytest.approx(8.0)
 
 
 def test_a_sample_read_in_an_earlier_window_gives_the_same_value_in_the_next():
@@ -38,41 +31,26 @@ def test_a_sample_read_in_an_earlier_window_gives_the_same_value_in_the_next():
     first = window(lambda t: samples[int(t)], seconds=20.0, every_s=1.0)
     later = type(first)(tuple(samples[5:]))
 
-    assert first.loader_median("data_wait_share") == pytest.approx(0.10)
-    assert later.loader_median("data_wait_share") == pytest.approx(0.17)
-    assert later.last(4.0).loader_median("data_wait_share") == pytest.approx(0.27)
-
-
-def test_a_reader_that_is_no_plain_function_is_read_every_time():
-    class Reader:
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def __call__(self, s: JobSample) -> float:
-            self.calls += 1
-            return 1.0
-
-    reader = Reader()
-    w = window(lambda t: sample(t, view(loader())))
-    w.median(reader)
-    w.median(reader)
-
-    assert reader.calls == 2 * len(w.samples)
+    assert first.median(DATA_WAIT_SHARE) == pytest.approx(0.10)
+    assert later.median(DATA_WAIT_SHARE) == pytest.approx(0.17)
+    assert later.last(4.0).median(DATA_WAIT_SHARE) == pytest.approx(0.27)
 
 
 def _history_windows(values: list[float | None], times: list[float]) -> list[JobWindow]:
     """The window of a history at each tick, as the engine makes them: one lineage, samples over 8 s."""
-    history = History()
+    process = ProcessState()
     windows = []
     for t, value in zip(times, values):
         busy = int(value * 10) % 3 if value is not None and value == value else 0
-        history.add(sample(t, view(loader(wait=value), workers(busy, status="running"))), t - 8.0)
-        windows.append(history.window())
+        process.add(sample(t, view(loader(wait=value), workers(busy, status="running"))), t - 8.0)
+        windows.append(process.window())
     return windows
 
 
-def _waits(s: JobSample) -> bool | None:
-    return None if s.loader is None or s.loader.data_wait_share is None else s.loader.data_wait_share >= 0.5
+WAITS = Reader(
+    "waits half of each step",
+    lambda s: None if s.loader is None or s.loader.data_wait_share is None else s.loader.data_wait_share >= 0.5,
+)
 
 
 def _expected_median(w: JobWindow, name: str) -> float | None:
@@ -93,12 +71,12 @@ def test_the_statistics_a_history_updates_tick_by_tick_are_those_of_the_whole_wi
     for w in _history_windows(values, times):
         recent = w.last(3.0)
         for window_ in (w, recent):
-            assert window_.loader_median("data_wait_share") == _expected_median(window_, "data_wait_share")
-            assert window_.loader_median("steps_per_s") == _expected_median(window_, "steps_per_s")
+            assert window_.median(DATA_WAIT_SHARE) == _expected_median(window_, "data_wait_share")
+            assert window_.median(STEPS_PER_S) == _expected_median(window_, "steps_per_s")
         assert recent.samples == tuple(s for s in w.samples if s.time >= w.latest.time - 3.0)
         for window_ in (w, recent):
             fresh = JobWindow(window_.samples)  # no lineage: read anew
-            assert window_.share(_waits) == fresh.share(_waits)
+            assert window_.share(WAITS) == fresh.share(WAITS)
             assert worker_activity(window_) == worker_activity(fresh)
 
 
@@ -107,7 +85,7 @@ def test_a_window_holding_nan_has_the_median_a_fresh_sort_gives():
     times = [float(n) for n in range(len(values))]
 
     for w in _history_windows(values, times):
-        found, expected = w.loader_median("data_wait_share"), _expected_median(w, "data_wait_share")
+        found, expected = w.median(DATA_WAIT_SHARE), _expected_median(w, "data_wait_share")
         assert found == expected or (math.isnan(found or 0.0) and math.isnan(expected or 0.0))
 
 
@@ -117,36 +95,38 @@ def test_samples_whose_time_goes_back_are_windowed_as_a_fresh_window_would_be():
 
     for w in _history_windows(values, times):
         assert w.last(2.0).samples == tuple(s for s in w.samples if s.time >= w.latest.time - 2.0)
-        assert w.last(2.0).loader_median("data_wait_share") == _expected_median(w.last(2.0), "data_wait_share")
+        assert w.last(2.0).median(DATA_WAIT_SHARE) == _expected_median(w.last(2.0), "data_wait_share")
 
 
 def test_a_filtered_window_of_a_history_keeps_the_samples_its_test_passes():
     values: list[float | None] = [0.1 * (n % 7) for n in range(40)]
     times = [float(n) for n in range(40)]
 
-    def test(s: JobSample) -> bool:
-        return s.loader is not None and (s.loader.data_wait_share or 0.0) >= 0.3
+    test = Reader("waits 30 % or more", lambda s: s.loader is not None and (s.loader.data_wait_share or 0.0) >= 0.3)
 
     for w in _history_windows(values, times):
         warm = w.where(test)
-        assert warm.samples == tuple(s for s in w.samples if test(s))
-        assert warm.loader_median("data_wait_share") == _expected_median(warm, "data_wait_share")
+        assert warm.samples == tuple(s for s in w.samples if test.read(s))
+        assert warm.median(DATA_WAIT_SHARE) == _expected_median(warm, "data_wait_share")
 
 
-def _since(limit: float) -> Callable[[JobSample], bool]:
-    return lambda s: s.time >= limit
+def _since(limit: float, s: JobSample) -> bool:
+    return s.time >= limit
+
+
+SINCE = ReaderFamily("since", _since)
 
 
 def test_what_a_history_read_with_readers_no_longer_used_is_forgotten():
-    history = History()
+    process = ProcessState()
     for t in range(3 * FORGET_TICKS):
-        history.add(sample(float(t), view(loader(wait=0.2))), t - 8.0)
-        w = history.window()
-        # Readers closing over a value that changes at every tick: a new column each time.
-        w.last(3.0).share(_since(float(t)))
-        w.where(_since(float(t))).loader_median("data_wait_share")
+        process.add(sample(float(t), view(loader(wait=0.2))), t - 8.0)
+        w = process.window()
+        # A reader for a value that changes at every tick: a new column each time.
+        w.last(3.0).share(SINCE(float(t)))
+        w.where(SINCE(float(t))).median(DATA_WAIT_SHARE)
 
-    lineage = history.lineage
+    lineage = process.lineage
     assert len(lineage.columns) <= FORGET_TICKS + 1
     assert len(lineage.children) <= FORGET_TICKS + 2
     assert all(len(child.columns) <= FORGET_TICKS + 1 for child in lineage.children.values())

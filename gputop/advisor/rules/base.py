@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, fixed_reader
+from gputop.advisor.readers import ReaderFamily
+from gputop.advisor.samples import JobSample
+from gputop.advisor.trends import counter_increase
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.model import CRITICAL, INFO, WARNING, AdviceSource, CudaMemory, Gpu, Severity
 
 
@@ -51,8 +54,8 @@ def remembered(w: JobWindow, rule: str, inputs: tuple[object, ...], build: Calla
         return build(*inputs)
     kinds = tuple(type(v) for v in inputs)
     last = lineage.findings.get(rule)
-    if last is not None and last[0] == (kinds, inputs):
-        return last[1]  # type: ignore[return-value]
+    if last is not None and last[0] == (kinds, inputs) and isinstance(last[1], Finding):
+        return last[1]
     found = build(*inputs)
     lineage.findings[rule] = ((kinds, inputs), found)
     return found
@@ -100,42 +103,40 @@ def cuda_devices(sample: JobSample) -> tuple[CudaMemory, ...]:
 DeviceFigure = Literal["allocated_bytes", "num_alloc_retries", "num_ooms", "num_device_free"]
 """The figures of a CUDA device that the rules follow across a window (``CudaMemory``'s fields)."""
 
-_DEVICE_READERS: dict[tuple[str, int, str], Callable[[JobSample], tuple[float, ...]]] = {}
+
+def _figures(key: tuple[int, DeviceFigure], sample: JobSample) -> tuple[float, ...]:
+    device, figure = key
+    values = (getattr(d, figure) for d in cuda_devices(sample) if d.device == device)
+    return tuple(float(v) for v in values if v is not None)
 
 
-def _device_reader(what: str, device: int, figure: str) -> Callable[[JobSample], tuple[float, ...]]:
-    """The reader of a sample's values of one figure of one CUDA device (``unallocated`` for the share of reserved
-    memory that holds no tensor), made once for each: the window keeps what it read of each sample."""
-    found = _DEVICE_READERS.get((what, device, figure))
-    if found is not None:
-        return found
+DEVICE_FIGURE = ReaderFamily("cuda device figure", _figures)
+"""A sample's values of one figure of one CUDA device, by ``(device, figure)``."""
 
-    def figures(sample: JobSample) -> tuple[float, ...]:
-        values = (getattr(d, figure) for d in cuda_devices(sample) if d.device == device)
-        return tuple(float(v) for v in values if v is not None)
 
-    def unallocated(sample: JobSample) -> tuple[float, ...]:
-        return tuple(
-            (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
-            for d in cuda_devices(sample)
-            if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
-        )
+def _unallocated(device: int, sample: JobSample) -> tuple[float, ...]:
+    return tuple(
+        (d.reserved_bytes - d.allocated_bytes) / d.reserved_bytes
+        for d in cuda_devices(sample)
+        if d.device == device and d.reserved_bytes and d.allocated_bytes is not None
+    )
 
-    read = fixed_reader(unallocated if what == "unallocated" else figures)
-    _DEVICE_READERS[(what, device, figure)] = read
-    return read
+
+UNALLOCATED = ReaderFamily("cuda device unallocated share", _unallocated)
+"""A sample's share of one CUDA device's reserved memory that holds no tensor, by device."""
 
 
 def device_series(w: JobWindow, device: int, figure: DeviceFigure) -> list[tuple[float, float]]:
     """``(time, value)`` of one CUDA device's figure across the window (the probe samples it at step starts)."""
-    read = _device_reader("series", device, figure)
-    return [(sample.time, v) for sample, found in zip(w.samples, w.column(read)) for v in found]
+    return [
+        (sample.time, v) for sample, found in zip(w.samples, w.column(DEVICE_FIGURE((device, figure)))) for v in found
+    ]
 
 
 def device_rise(w: JobWindow, device: int, figure: DeviceFigure) -> float | None:
     """The last value of one CUDA device's figure across the window less the first (None without one): the rise
     ``steady_rise`` would see in ``device_series``, found without it."""
-    column = w.column(_device_reader("series", device, figure))
+    column = w.column(DEVICE_FIGURE((device, figure)))
     first = next((found[0] for found in column if found), None)
     if first is None:
         return None
@@ -144,7 +145,7 @@ def device_rise(w: JobWindow, device: int, figure: DeviceFigure) -> float | None
 
 def unallocated_shares(w: JobWindow, device: int) -> list[float]:
     """Per sample, the share of a CUDA device's reserved memory that holds no tensor (cached by the allocator)."""
-    return [v for found in w.column(_device_reader("unallocated", device, "")) for v in found]
+    return [v for found in w.column(UNALLOCATED(device)) for v in found]
 
 
 def device_increase(w: JobWindow, device: int, figure: DeviceFigure) -> float:

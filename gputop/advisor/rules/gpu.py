@@ -3,13 +3,18 @@ throttling."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.loop import main_thread_busy
+from gputop.advisor.readers import DATA_WAIT_SHARE, GPU_BUSY, SM_ACTIVITY, SM_OCCUPANCY, TENSOR_ACTIVITY, Reader
 from gputop.advisor.rules.base import Finding, pct, recent_window
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, main_thread_busy
+from gputop.advisor.samples import JobSample, mean
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
 from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING, Severity, ThrottleReason
+
+FP32_ACTIVITY = Reader("fp32_activity_percent", lambda s: mean([g.fp32_activity_percent for g in s.gpus]))
 
 
 def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -17,13 +22,13 @@ def cpu_bound_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None or not recent.latest.on_gpu:
         return None
-    busy = recent.median(lambda s: s.gpu_busy_percent)
+    busy = recent.median(GPU_BUSY)
     if busy is None or busy >= th.CPU_LOOP_GPU_BUSY_BELOW:
         return None
     main = main_thread_busy(recent)
     if main is None or main < th.MAIN_THREAD_BUSY:
         return None
-    wait = recent.loader_median("data_wait_share")
+    wait = recent.median(DATA_WAIT_SHARE)
     if wait is not None and wait >= th.DATA_WAIT_INFO:
         return None
     # A busy main thread and an idle GPU is also a job setting up (building a dataset index, say): only a loop
@@ -51,19 +56,19 @@ def launch_bound(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None or not recent.latest.on_gpu:
         return None
-    busy = recent.median(lambda s: s.gpu_busy_percent)
+    busy = recent.median(GPU_BUSY)
     if busy is None or busy < th.LAUNCH_BOUND_GPU_BUSY:
         return None
-    sm = recent.median(lambda s: s.sm_activity_percent)
+    sm = recent.median(SM_ACTIVITY)
     if sm is None or sm > th.LAUNCH_BOUND_SM_ACTIVITY:
         return None
     main = main_thread_busy(recent)
     if main is None or main < th.MAIN_THREAD_BUSY:
         return None
-    wait = recent.loader_median("data_wait_share")
+    wait = recent.median(DATA_WAIT_SHARE)
     if wait is not None and wait >= th.DATA_WAIT_INFO:
         return None
-    occupancy = recent.median(lambda s: s.sm_occupancy_percent)
+    occupancy = recent.median(SM_OCCUPANCY)
     return Finding(
         severity=WARNING,
         title="Launch-bound: the GPU runs small kernels one at a time",
@@ -99,13 +104,13 @@ def tensor_cores_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     if probe.parameter_dtypes != ("float32",):
         return None
-    sm = recent.median(lambda s: s.sm_activity_percent)
+    sm = recent.median(SM_ACTIVITY)
     if sm is None or sm < th.TENSOR_IDLE_SM_ACTIVITY:
         return None
-    tensor = recent.median(lambda s: s.tensor_activity_percent)
+    tensor = recent.median(TENSOR_ACTIVITY)
     if tensor is None or tensor > th.TENSOR_IDLE_PERCENT:
         return None
-    fp32 = recent.median(lambda s: _mean_of(s, "fp32_activity_percent"))
+    fp32 = recent.median(FP32_ACTIVITY)
     return Finding(
         severity=INFO,
         title="Tensor cores idle: the matmuls run in full float32",
@@ -127,11 +132,6 @@ def tensor_cores_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             "parameter_dtypes": probe.parameter_dtypes,
         },
     )
-
-
-def _mean_of(sample: JobSample, name: str) -> float | None:
-    values = [v for v in (getattr(g, name) for g in sample.gpus) if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 def _stall_cause(sample: JobSample, idle_s: float) -> str:
@@ -187,13 +187,42 @@ def gpu_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     )
 
 
-_THROTTLE_REASONS = frozenset((*th.HARDWARE_SLOWDOWN, *th.THERMAL_SLOWDOWN, th.POWER_CAP))
+def _gives(reasons: Collection[ThrottleReason]) -> Callable[[JobSample], bool | None]:
+    """Whether a GPU of a sample gives any of ``reasons``; None where none reports its reasons."""
+
+    def test(sample: JobSample) -> bool | None:
+        known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
+        return any(r in reasons for rs in known for r in rs) if known else None
+
+    return test
 
 
-def _any_throttle(sample: JobSample) -> bool | None:
-    """Whether a GPU of the sample gives any reason ``throttling`` looks for; None where none reports reasons."""
-    known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
-    return any(r in _THROTTLE_REASONS for rs in known for r in rs) if known else None
+def _power_capped(sample: JobSample) -> bool | None:
+    """Whether a GPU of the sample is at its power cap and clocks well below its maximum."""
+    known = [(g, g.throttle_reasons) for g in sample.gpus if g.throttle_reasons is not None]
+    if not known:
+        return None
+    return any(
+        th.POWER_CAP in reasons
+        and g.clock_sm_mhz is not None
+        and g.clock_sm_max_mhz
+        and g.clock_sm_mhz < th.POWER_CAP_CLOCK_SHARE * g.clock_sm_max_mhz
+        for g, reasons in known
+    )
+
+
+ANY_THROTTLE = Reader("throttled", _gives(frozenset((*th.HARDWARE_SLOWDOWN, *th.THERMAL_SLOWDOWN, th.POWER_CAP))))
+"""Whether a GPU of the sample gives any reason ``throttling`` looks for."""
+_LEVELS: tuple[tuple[Severity, Reader[bool | None], str], ...] = (
+    (
+        CRITICAL,
+        Reader("hardware slowdown", _gives(th.HARDWARE_SLOWDOWN)),
+        "its hardware slowdown protects it from heat or a power fault",
+    ),
+    (WARNING, Reader("thermal slowdown", _gives(th.THERMAL_SLOWDOWN)), "it is too hot: the driver lowers its clocks"),
+    (INFO, Reader("power capped", _power_capped), "it is at its power limit and clocks well below its maximum"),
+)
+"""``throttling``'s levels, the most severe first: each with the test of a sample and the words for it."""
 
 
 def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -202,35 +231,10 @@ def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if recent is None or not recent.latest.on_gpu:
         return None
     # Each level's samples are among those with any of the reasons: too few of those, and no level is reached.
-    throttled = recent.share(_any_throttle)
+    throttled = recent.share(ANY_THROTTLE)
     if throttled is None or throttled < th.THROTTLE_SHARE:
         return None
-
-    def has(reasons: tuple[ThrottleReason, ...]) -> Callable[[JobSample], bool | None]:
-        def test(sample: JobSample) -> bool | None:
-            known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
-            return any(r in reasons for rs in known for r in rs) if known else None
-
-        return test
-
-    def power_capped(sample: JobSample) -> bool | None:
-        known = [g for g in sample.gpus if g.throttle_reasons is not None]
-        if not known:
-            return None
-        return any(
-            th.POWER_CAP in g.throttle_reasons  # type: ignore[operator]
-            and g.clock_sm_mhz is not None
-            and g.clock_sm_max_mhz
-            and g.clock_sm_mhz < th.POWER_CAP_CLOCK_SHARE * g.clock_sm_max_mhz
-            for g in known
-        )
-
-    levels: tuple[tuple[Severity, Callable[[JobSample], bool | None], str], ...] = (
-        (CRITICAL, has(th.HARDWARE_SLOWDOWN), "its hardware slowdown protects it from heat or a power fault"),
-        (WARNING, has(th.THERMAL_SLOWDOWN), "it is too hot: the driver lowers its clocks"),
-        (INFO, power_capped, "it is at its power limit and clocks well below its maximum"),
-    )
-    for severity, test, why in levels:
+    for severity, test, why in _LEVELS:
         share = recent.share(test)
         if share is None or share < th.THROTTLE_SHARE:
             continue

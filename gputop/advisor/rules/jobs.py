@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.loop import worker_activity
+from gputop.advisor.readers import DATA_WAIT_SHARE, MAIN_THREAD_BUSY, STEPS_PER_S
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
-from gputop.advisor.window import AdvisorConfig, JobWindow, worker_activity
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.jobs import Job, JobRank
 from gputop.model import INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
 
@@ -83,9 +85,9 @@ def rank_stats(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig
             RankStats(
                 rank,
                 recent,
-                recent.loader_median("steps_per_s"),
-                recent.loader_median("data_wait_share"),
-                recent.median(lambda s: s.view.main_thread.busy_share),
+                recent.median(STEPS_PER_S),
+                recent.median(DATA_WAIT_SHARE),
+                recent.median(MAIN_THREAD_BUSY),
             )
         )
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.readers import Reader
 from gputop.advisor.rules.base import (
     Finding,
     cuda_devices,
@@ -14,7 +15,9 @@ from gputop.advisor.rules.base import (
     recent_window,
     unallocated_shares,
 )
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, counter_increase, steady_rise
+from gputop.advisor.samples import JobSample
+from gputop.advisor.trends import counter_increase, steady_rise
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes, fmt_duration
 from gputop.model import CRITICAL, INFO, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Severity
 
@@ -26,8 +29,10 @@ def _after_warmup(sample: JobSample) -> bool:
     return sample.age_s is not None and sample.age_s >= th.HOST_WARMUP_S
 
 
-def _rss(sample: JobSample) -> float | None:
-    return None if sample.rss_bytes is None else float(sample.rss_bytes)
+AFTER_WARMUP = Reader("after warm-up", _after_warmup)
+RSS = Reader("rss_bytes", lambda s: None if s.rss_bytes is None else float(s.rss_bytes))
+BATCHES = Reader("batches", lambda s: None if s.loader is None else float(s.loader.batches))
+"""The batches the loop has asked the DataLoader it iterates for."""
 
 
 def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -39,7 +44,7 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    warm = recent.where(_after_warmup)
+    warm = recent.where(AFTER_WARMUP)
     if not warm.covers(config.window_s):
         return None
     latest = warm.latest
@@ -54,9 +59,9 @@ def memory_leak(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         points = device_series(warm, device.device, "allocated_bytes") if rising else []
         series.append((f"cuda:{device.device} allocated at step start", points, th.LEAK_MIN_RISE_CUDA_BYTES, room))
     if not series:
-        rise = warm.rise(_rss)
+        rise = warm.rise(RSS)
         rising = rise is not None and rise > 0 and rise >= th.LEAK_MIN_RISE_HOST_BYTES
-        points = warm.points(_rss) if rising else []
+        points = warm.points(RSS) if rising else []
         room = latest.host.memory_available_bytes
         series.append(("the training process's RSS", points, th.LEAK_MIN_RISE_HOST_BYTES, room))
     for what, points, least, room in series:
@@ -104,7 +109,7 @@ def empty_cache_in_loop(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     devices = cuda_devices(recent.latest)
     if not devices:
         return None
-    steps = counter_increase(recent.values(lambda s: None if s.loader is None else float(s.loader.batches)))
+    steps = counter_increase(recent.values(BATCHES))
     if steps < th.WARMUP_STEPS / 2:
         return None
     for device in devices:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.readers import DATA_WAIT_SHARE, GPU_BUSY, GPU_MEMORY_FRACTION, SM_ACTIVITY
 from gputop.advisor.rules.base import (
     Finding,
     cuda_devices,
@@ -30,9 +31,9 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None or not recent.latest.on_gpu:
         return None
-    memory = recent.median(lambda s: s.gpu_memory_fraction)
-    busy = recent.median(lambda s: s.gpu_busy_percent)
-    sm = recent.median(lambda s: s.sm_activity_percent)
+    memory = recent.median(GPU_MEMORY_FRACTION)
+    busy = recent.median(GPU_BUSY)
+    sm = recent.median(SM_ACTIVITY)
     if memory is None or memory >= th.BATCH_MEMORY_BELOW:
         return None
     idle_time = busy is not None and busy < th.BATCH_GPU_BUSY_BELOW
@@ -41,7 +42,7 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     if busy is not None and busy < th.GPU_ACTIVE_FROM_PERCENT:
         return None
-    wait = recent.loader_median("data_wait_share")
+    wait = recent.median(DATA_WAIT_SHARE)
     if wait is not None and wait >= th.DATA_WAIT_INFO:
         return None
     latest = recent.latest
@@ -127,7 +128,7 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     devices = cuda_devices(latest)
     if not latest.on_gpu and not devices:
         return None
-    external = recent.median(lambda s: s.gpu_memory_fraction)
+    external = recent.median(GPU_MEMORY_FRACTION)
     retries = ooms = 0.0
     peak_share = None
     for device in devices:

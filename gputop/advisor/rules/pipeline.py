@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.contention import Contention, contention
+from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
+from gputop.advisor.readers import DATA_WAIT_SHARE, GPU_BUSY, PASS_START_WAIT_SHARE, STEPS_PER_S, Reader
 from gputop.advisor.rules.base import (
     Finding,
     count,
@@ -25,18 +27,14 @@ from gputop.advisor.suggest import (
     worker_bottleneck,
     workers_needed,
 )
-from gputop.advisor.window import (
-    AdvisorConfig,
-    JobWindow,
-    WorkerActivity,
-    main_thread_busy,
-    pass_starts,
-    worker_activity,
-)
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
 from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, PinMemoryStatus
 
 CHEAPER_SAMPLES = "lighter transforms, decode once and cache the decoded data, or move augmentation to the GPU"
+
+PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 0 for g in s.gpus), default=None))
+"""What flows from the host to the process's GPUs, the most of any of them."""
 
 
 def _more_workers_action(plan: WorkerPlan, workers: int, cores: int, held: Contention | None = None) -> str:
@@ -88,12 +86,12 @@ def steady_wait(recent: JobWindow) -> float | None:
     without ``persistent_workers`` (``persistent-workers-off``'s), and in the first epoch whatever the setting.
     More workers make those waits longer, not shorter, and the first one is paid once: workers slow to start,
     on a host whose CPUs are busy or with a slow ``worker_init_fn``, do not starve the loop's steps."""
-    wait = recent.loader_median("data_wait_share")
+    wait = recent.median(DATA_WAIT_SHARE)
     loader = recent.latest.loader
     if wait is None or loader is None:
         return wait
     if loader.effective.persistent_workers is False or loader.passes <= 1:
-        starting = recent.loader_median("pass_start_wait_share")
+        starting = recent.median(PASS_START_WAIT_SHARE)
         if starting is not None:
             wait = max(0.0, wait - starting)
     return wait
@@ -111,10 +109,10 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     wait = steady_wait(recent)
     if wait is None or wait < th.DATA_WAIT_INFO:
         return None
-    steps = recent.loader_median("steps_per_s")
+    steps = recent.median(STEPS_PER_S)
     if not steps:
         return None
-    busy = recent.median(lambda s: s.gpu_busy_percent)
+    busy = recent.median(GPU_BUSY)
     if busy is not None and busy >= th.GPU_FED_FROM_PERCENT:
         return None
     activity = worker_activity(recent)
@@ -188,8 +186,8 @@ def loader_in_main_process(w: JobWindow, config: AdvisorConfig) -> Finding | Non
     recent = recent_window(w, config)
     if recent is None or recent.latest.num_workers != 0:
         return None
-    wait = recent.loader_median("data_wait_share")
-    steps = recent.loader_median("steps_per_s")
+    wait = recent.median(DATA_WAIT_SHARE)
+    steps = recent.median(STEPS_PER_S)
     if wait is None or wait < th.DATA_WAIT_INFO or not steps:
         return None
     main = main_thread_busy(recent)
@@ -240,7 +238,7 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     if loader is not None and loader.requested.pin_memory:
         return None  # asked for, and turned off by torch: this machine has no accelerator for it
     wait = steady_wait(recent)
-    rx = recent.median(lambda s: max((g.pcie_rx_bytes_per_s or 0 for g in s.gpus), default=None))
+    rx = recent.median(PCIE_RX)
     waits = wait is not None and wait >= th.DATA_WAIT_INFO
     copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
     if not (waits or copies):

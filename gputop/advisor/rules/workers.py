@@ -5,11 +5,25 @@ from __future__ import annotations
 import math
 
 from gputop.advisor import thresholds as th
+from gputop.advisor.loop import worker_activity
+from gputop.advisor.readers import DATA_WAIT_SHARE, HOST_CPU, ReaderFamily
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
+from gputop.advisor.samples import JobSample
 from gputop.advisor.suggest import cores_per_rank
-from gputop.advisor.window import AdvisorConfig, JobSample, JobWindow, steady_rise, worker_activity
+from gputop.advisor.trends import steady_rise
+from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes, fmt_duration
 from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
+
+
+def _steady_uss(steady: frozenset[int], sample: JobSample) -> float | None:
+    values = [x.uss_bytes for x in sample.view.workers if x.pid in steady]
+    known = [v for v in values if v is not None]
+    return float(sum(known)) if len(known) == len(values) >= len(steady) else None
+
+
+STEADY_USS = ReaderFamily("steady workers' uss_bytes", _steady_uss)
+"""The own memory (USS) of a set of workers, summed where each of them reports it, by their PIDs."""
 
 
 def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
@@ -29,8 +43,8 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     idle = activity.busy_share < th.WORKER_IDLE_SHARE and memory is not None and memory >= th.WORKER_MEMORY_LARGE_BYTES
     if not (crowded or idle):
         return None
-    host_cpu = recent.median(lambda s: s.host.cpu_percent)
-    wait = recent.loader_median("data_wait_share")
+    host_cpu = recent.median(HOST_CPU)
+    wait = recent.median(DATA_WAIT_SHARE)
     evidence: dict[str, object] = {
         "num_workers": workers,
         "ranks": latest.local_ranks,
@@ -95,16 +109,10 @@ def worker_memory_growth(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     recent = recent_window(w, config)
     if recent is None:
         return None
-    # A frozen set: the reader below closes over it, and a hashable one lets the window keep what it read.
     steady = frozenset(x.pid for x in recent.samples[0].view.workers) & {x.pid for x in recent.latest.view.workers}
     if not steady:
         return None
-
-    def total(sample: JobSample) -> float | None:
-        values = [x.uss_bytes for x in sample.view.workers if x.pid in steady]
-        known = [v for v in values if v is not None]
-        return float(sum(known)) if len(known) == len(values) >= len(steady) else None
-
+    total = STEADY_USS(steady)
     rise = recent.rise(total)
     if rise is None or rise <= 0 or rise < th.WORKER_GROWTH_MIN_BYTES:
         return None  # the points are not even gathered
