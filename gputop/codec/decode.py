@@ -228,7 +228,7 @@ def parts_exceed(value_of: Callable[[K], object], parts: tuple[tuple[K, K], ...]
     """Whether a part exceeds its whole (``value_of`` a position or a name of each; no value ``IMPLAUSIBLE``)."""
     for part_key, whole_key in parts:
         part, whole = value_of(part_key), value_of(whole_key)
-        if isinstance(part, (int, float)) and isinstance(whole, (int, float)) and part > whole:  # else None
+        if isinstance(part, (int, float)) and isinstance(whole, (int, float)) and part > whole:  # None: not known
             return True
     return False
 
