@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gputop.model import (
     CudaMemory,
@@ -39,7 +39,18 @@ from gputop.model import (
 )
 
 Range = tuple[float, float]
-T = typing.TypeVar("T")
+
+
+class Reasoned(typing.Protocol):
+    """A model object of a class that keeps reasons: a dataclass with an ``unavailable`` map."""
+
+    __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[typing.Any]]]
+
+    @property
+    def unavailable(self) -> Mapping[str, str]: ...
+
+
+T = typing.TypeVar("T", bound=Reasoned)
 
 PERCENT: Range = (0.0, 100.0)
 """A share of time or of a maximum, in percent: NVML's utilization, GPM's metrics, a process's share of its GPU."""
@@ -248,12 +259,12 @@ def parts_over(cls: type, value_of: Callable[[str], object], skip: list[str]) ->
     over = []
     for part, whole in AT_MOST.get(cls, {}).items():
         value, limit = value_of(part), value_of(whole)
-        if part not in skip and whole not in skip and _number(value) and _number(limit) and value > limit:  # type: ignore[operator]
+        if part not in skip and whole not in skip and _number(value) and _number(limit) and value > limit:
             over.append(part)
     return over
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> typing.TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -262,7 +273,7 @@ def _within(value: object, bounds: Range) -> bool:
     low, high = bounds
     if isinstance(value, tuple):
         return all(low <= item <= high for item in value)
-    return value is None or low <= value <= high  # type: ignore[operator]
+    return value is None or (isinstance(value, (int, float)) and low <= value <= high)
 
 
 def bounded(reading: T, reason: str) -> T:
@@ -272,5 +283,5 @@ def bounded(reading: T, reason: str) -> T:
     bad = out_of_range(cls, lambda name: getattr(reading, name))
     if not bad:
         return reading
-    reasons = frozen_reasons({**reading.unavailable, **dict.fromkeys(bad, reason)})  # type: ignore[attr-defined]
-    return dataclasses.replace(reading, **dict.fromkeys(bad), unavailable=reasons)  # type: ignore[type-var]
+    reasons = frozen_reasons({**reading.unavailable, **dict.fromkeys(bad, reason)})
+    return dataclasses.replace(reading, **dict.fromkeys(bad), unavailable=reasons)

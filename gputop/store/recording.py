@@ -1,8 +1,8 @@
 """A recording: snapshots in an SQLite file, written in batches, read back as the same frozen dataclasses.
 
 The format is described in docs/recording.md. In short: WAL mode, ``PRAGMA user_version`` is the schema version,
-a ``meta`` table of JSON values, and a ``snapshots`` table of ``(time REAL, data BLOB)`` where ``data`` is the
-deflated (zlib) JSON of the whole snapshot, every dataclass an object keyed by field name, with the first
+a ``meta`` table of JSON values, and a ``snapshots`` table of ``(time REAL, data BLOB)`` where ``data`` is a row
+of ``gputop.store.rows``: the deflated (zlib) JSON of a whole snapshot or of its changes from one, with the first
 snapshot's JSON (``meta.zdict``) as the preset dictionary.
 
 A recording may have been written by someone else: reading checks the tables and bounds every row and every
@@ -27,34 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputop import __version__
-from gputop.codec import (
-    MAX_SNAPSHOT_BYTES,
-    MAX_TIME,
-    Keyframe,
-    decode_row,
-    decode_snapshot,
-    decoded_bytes,
-    delta_dictionary,
-    delta_json,
-    encode_row,
-    inflate,
-    row_behind,
-    snapshot_from_json,
-    snapshot_json,
-)
+from gputop.codec import MAX_SNAPSHOT_BYTES, MAX_TIME
 from gputop.files import PRIVATE, create_new
 from gputop.model import Snapshot
 from gputop.sanitize import printable
+from gputop.store.rows import ENCODING, SCHEMA_VERSION, RowReader, RowWriter, WeighedSnapshot
 
-SCHEMA_VERSION = 4
-"""The file format: 2 since process rows hold their host process, 3 since a host that is also in
-``host_processes`` is written as its PID (up to 3, the codec's format of its snapshots, ``gputop.codec.FORMAT``),
-4 since a row holds either a whole snapshot or its changes from one (``KEYFRAME_EVERY``). A reader
-reads 1 to 4; an older one refuses a newer file as a whole ("upgrade gputop") instead of skipping every row."""
-KEYFRAME_EVERY = 60
-"""A whole snapshot every this many rows, the rows between holding their changes from it (at most
-``gputop.codec.MAX_CHAIN_ROWS``): a row is read by decoding at most one whole snapshot and its own changes, and a
-damaged row loses only itself, unless it is a whole snapshot."""
 TABLES = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "snapshots": "CREATE TABLE snapshots (time REAL NOT NULL, data BLOB NOT NULL)",
@@ -62,7 +40,6 @@ TABLES = {
 """The tables of every format so far, as the recorder creates them: a reader finds these exact definitions in
 ``sqlite_master``, or the file is not one of gputop's."""
 FORMAT = "gputop-recording"
-ENCODING = "zlib+json"
 DEFAULT_FLUSH_EVERY_S = 2.0
 _CHUNK = 256
 
@@ -96,12 +73,7 @@ class Recorder:
         self.flush_every_s = flush_every_s
         self._clock = clock
         self._pending: list[tuple[float, bytes]] = []
-        self._zdict: bytes | None = None
-        self._key: Snapshot | None = None
-        """The last whole snapshot written, its JSON text, the text of the delta after it, and the rows since."""
-        self._key_text = b""
-        self._reference: bytes | None = None
-        self._behind = 0
+        self._rows = RowWriter()
         self._pending_meta: list[tuple[str, str]] = []
         self.written = 0
         self._lock = threading.Lock()
@@ -142,20 +114,10 @@ class Recorder:
         self.tick()
 
     def _row(self, snap: Snapshot) -> bytes:
-        """The row of ``snap``: its changes from the last whole snapshot, or whole every ``KEYFRAME_EVERY`` rows."""
-        self._behind += 1
-        if self._key is not None and self._behind < KEYFRAME_EVERY:
-            text = delta_json(snap, self._key)
-            data = encode_row(text, delta_dictionary(self._key_text, self._reference), self._behind)
-            if self._behind == 1:
-                self._reference = text
-            return data
-        text = snapshot_json(snap)
-        if self._zdict is None:
-            self._zdict = text
-            self._pending_meta.append(("zdict", json.dumps(text.decode())))
-        self._key, self._key_text, self._reference, self._behind = snap, text, None, 0
-        return encode_row(text, self._zdict)
+        data, zdict = self._rows.row(snap)
+        if zdict is not None:
+            self._pending_meta.append(("zdict", json.dumps(zdict.decode())))
+        return data
 
     def tick(self) -> None:
         """Commit the batch if it is due (call it now and then when no snapshots come)."""
@@ -272,18 +234,6 @@ class RecordingInfo:
     """When the recorder closed the file; None while it is being written, or when its writer was killed."""
 
 
-@dataclass(frozen=True, slots=True)
-class WeighedSnapshot:
-    """A snapshot as read, with at most how much memory it holds (``gputop.codec.decoded_bytes``): ``own_bytes``
-    of its own, and the ``whole_bytes`` of the whole snapshot in row ``whole_row``, whose values it shares and so
-    keeps alive (a whole snapshot is its own: ``own_bytes`` 0, ``whole_row`` its row)."""
-
-    snapshot: Snapshot
-    own_bytes: int
-    whole_row: int
-    whole_bytes: int
-
-
 _ROW_OK = (
     f"typeof(time) = 'real' AND time BETWEEN 0 AND {MAX_TIME:.0f} "
     f"AND typeof(data) = 'blob' AND length(data) <= {MAX_SNAPSHOT_BYTES}"
@@ -311,8 +261,8 @@ class Recording:
         self._stopped: str | None = None
         self._cleanup = cleanup
         self._zdict: bytes | None = None
-        self._key: Keyframe | None = None
-        """The whole snapshot ``read`` decoded last: the rows of changes after it are read from it."""
+        self._rows = RowReader(info.schema_version)
+        """What ``read`` decoded last: the rows of changes after it are read from it."""
 
     def __iter__(self) -> Iterator[Snapshot]:
         return self.snapshots()
@@ -342,8 +292,7 @@ class Recording:
         last = 0
         limit = _CHUNK
         zdict = self._dictionary()
-        chained = self.info.schema_version >= 4
-        key: Keyframe | None = None
+        reader = RowReader(self.info.schema_version)
         while True:
             rows = 0
             try:
@@ -359,10 +308,7 @@ class Recording:
                         return
                     last = rowid
                     try:
-                        if chained:
-                            snap, key, _ = decode_row(data, zdict, rowid, key)
-                        else:
-                            snap = decode_snapshot(data, zdict)
+                        snap = reader.read_next(data, zdict, rowid)
                     except ValueError:
                         self._skip()
                         continue
@@ -420,39 +366,13 @@ class Recording:
 
     def read_weighed(self, rowid: int) -> WeighedSnapshot:
         """``read``, with at most how much memory the snapshot holds: what a cache of them counts."""
-        if self.info.schema_version >= 4:
-            return self._read_chained(rowid)
-        try:
-            row = self._db.execute(
-                f"SELECT CASE WHEN {_ROW_OK} THEN data END FROM snapshots WHERE rowid = ?", (rowid,)
-            ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
-        if row is None:
-            raise RecordingError(f"{self.info.path}: no snapshot row {rowid}")
-        try:
-            text = inflate(row[0], self._dictionary())
-            return WeighedSnapshot(snapshot_from_json(text), 0, rowid, decoded_bytes(text))
-        except ValueError as exc:
-            raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
-
-    def _read_chained(self, rowid: int) -> WeighedSnapshot:
         try:
             data = self._row_data(rowid)
-            behind = row_behind(data)
-            key = self._key
-            if behind and (key is None or key.rowid != rowid - behind or (behind > 1 and key.reference is None)):
-                # Its whole snapshot, and the first changes after it, which the later ones are deflated with.
-                key = self._key = None
-                for back in range(rowid - behind, rowid - behind + min(behind, 2)):
-                    _, key, _ = decode_row(self._row_data(back, None), self._dictionary(), back, key)
-                self._key = key
-            snap, self._key, own = decode_row(data, self._dictionary(), rowid, key)
+            return self._rows.read_at(data, self._dictionary(), rowid, lambda back: self._row_data(back, None))
         except sqlite3.DatabaseError as exc:
             raise RecordingError(f"{self.info.path} is damaged: cannot read snapshot row {rowid} ({exc})") from None
         except ValueError as exc:
             raise RecordingError(f"{self.info.path} is damaged: snapshot row {rowid} does not decode ({exc})") from None
-        return WeighedSnapshot(snap, own, self._key.rowid, self._key.weight)
 
     def _row_data(self, rowid: int, missing: object = RecordingError) -> object:
         """The data of row ``rowid`` (None where it is not a snapshot's); where there is no such row,

@@ -9,7 +9,7 @@ import pytest
 
 from gputop.model import Snapshot
 from gputop.store import WeighedSnapshot, open_recording
-from gputop.store.recording import KEYFRAME_EVERY
+from gputop.store.rows import KEYFRAME_EVERY
 from gputop.ui.replay.cache import MOST_BYTES, MOST_SNAPSHOTS, SnapshotCache
 from gputop.ui.replay.source import ReplaySource
 from tests.replay.recordings import job_snapshots, record

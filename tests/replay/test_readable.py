@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 
 from gputop.store import open_recording
-from gputop.store import recording as recording_module
+from gputop.store import rows as rows_module
 from gputop.ui.replay.source import ReplaySource
 from tests.replay.conftest import MakeReplay
 from tests.replay.recordings import record
@@ -22,7 +22,7 @@ ROWS = 20
 def with_bad_rows(path: Path, first: int, last: int) -> Path:
     """A recording of ``ROWS`` snapshots whose positions ``first``..``last`` do not decode, each row a whole
     snapshot (a damaged whole snapshot also loses the rows of changes after it: ``test_damaged.py``)."""
-    with mock.patch.object(recording_module, "KEYFRAME_EVERY", 1):
+    with mock.patch.object(rows_module, "KEYFRAME_EVERY", 1):
         record(path, scenes.history(training_scenes.starved_job, ROWS))
     db = sqlite3.connect(path)
     db.execute("UPDATE snapshots SET data = x'00112233' WHERE rowid BETWEEN ? AND ?", (first + 1, last + 1))

@@ -26,18 +26,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputop.codec import (
-    decode_snapshot,
-    decoded_bytes,
-    delta_json,
-    encode_snapshot,
-    snapshot_from_delta,
-    snapshot_from_json,
-    snapshot_json,
-)
+from gputop.codec import decoded_bytes, delta_json, snapshot_from_delta, snapshot_from_json, snapshot_json
 from gputop.model import Snapshot
 from gputop.plausible import KEEPS_REASONS, RANGES, out_of_range
 from gputop.sanitize import printable
+from gputop.store.rows import decode_snapshot, encode_snapshot
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job

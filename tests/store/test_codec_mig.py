@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from gputop.codec import decode_snapshot, encode_snapshot, snapshot_from_json, snapshot_json
+from gputop.codec import snapshot_from_json, snapshot_json
 from gputop.model import MIG_ENABLED
+from gputop.store.rows import decode_snapshot, encode_snapshot
 from tests.security.test_snapshot_decoder import check_well_typed, decoded_or_value_error
 from tests.ui import scenes
 from tests.ui.mig_scenes import mig_node

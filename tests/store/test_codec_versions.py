@@ -22,13 +22,10 @@ import pytest
 
 from gputop.codec import (
     ADDED_LATER,
-    DELTA,
     FORMAT,
     MAX_SNAPSHOT_BYTES,
     V1_NOT_RECORDED,
-    decode_snapshot,
     delta_json,
-    encode_snapshot,
     snapshot_from_delta,
     snapshot_from_json,
     snapshot_json,
@@ -36,7 +33,7 @@ from gputop.codec import (
 from gputop.document import WORKER_KEYS, snapshot_to_dict
 from gputop.model import MEASURING, NOT_VISIBLE, Gpu, HostProcess, Snapshot, Worker, frozen_reasons
 from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
-from gputop.store.recording import KEYFRAME_EVERY
+from gputop.store.rows import DELTA, KEYFRAME_EVERY, decode_snapshot, encode_snapshot
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job

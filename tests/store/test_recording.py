@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from gputop import __version__
-from gputop.codec import decode_snapshot, encode_snapshot
 from gputop.collect.sampler import SnapshotMaker
 from gputop.model import (
     DRIVER_OK,
@@ -40,6 +39,7 @@ from gputop.model import (
     frozen_reasons,
 )
 from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
+from gputop.store.rows import decode_snapshot, encode_snapshot
 from tests.factories import host_info
 from tests.machines import training_box
 

@@ -1,0 +1,334 @@
+"""A snapshot as its changes from another (docs/recording.md, "Deltas"): ``delta_json`` writes what differs from a
+base snapshot, ``snapshot_from_delta`` reads it back onto that base, checking every value that changed as the
+decoder checks a whole snapshot's and reusing every object that did not change.
+
+A delta adds no more values than it holds (an item of the base used once at most), so a snapshot read from one
+stays within twice what one snapshot may be.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import operator
+import re
+import types
+import typing
+from collections.abc import Callable
+
+from gputop.codec.bounds import MAX_FLOAT, MAX_INT, MAX_TIME, TEXT_FORMS, TEXT_LIMITS, TIME_FIELDS, brief, parse
+from gputop.codec.decode import (
+    HOSTS,
+    IMPLAUSIBLE,
+    Decoder,
+    decoder,
+    field_decoders,
+    fields_of,
+    fields_out_of_range,
+    implausible_reasons,
+    parts_exceed,
+)
+from gputop.codec.encode import HOST_FIELDS, to_plain
+from gputop.model import HostProcess, Snapshot
+from gputop.plausible import AT_MOST, RANGES
+
+_FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS, _FIELD_NUMBER = 0, 1, 2, 3
+"""How a delta writes a field that changed: its value whole; a dataclass as its own changed fields; a tuple of
+dataclasses item by item; a number whole (checked in line when it is one, by its decoder otherwise)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a delta needs of a model class: its fields, how each changes, and how to make an instance fast."""
+
+    cls: type
+    names: tuple[str, ...]
+    position: dict[str, int]
+    kinds: tuple[int, ...]
+    classes: tuple[type | None, ...]
+    """The dataclass of an ``_FIELD_OBJECT`` or ``_FIELD_OBJECTS`` field."""
+    decoders: tuple[Decoder, ...]
+    values: Callable[[object], tuple[object, ...]]
+    """Every field's value of an instance, in order."""
+    build: Callable[[list[object]], object]
+    """An instance with these field values, in order (without ``__init__``, which checks nothing the decoders have
+    not: it only stores them)."""
+    key: Callable[[object], object]
+    """What identifies an item of a tuple across snapshots (a GPU's index, a process's PID...): its first two
+    fields of a number, a string or a state."""
+    fields: dict[str, tuple[int, int, Decoder, type | None, float, float, bool]]
+    """By name: position, kind, decoder, dataclass, and for a number the range its decoder accepts and whether it
+    is a float field (which takes an int too: JSON keeps ``61`` an int) or an int field."""
+    limits: tuple[tuple[int, str, int], ...]
+    """``TEXT_LIMITS`` of the class: position, name, most characters."""
+    forms: tuple[tuple[int, str, re.Pattern[str]], ...]
+    """``TEXT_FORMS`` of the class: position, name, pattern."""
+    ranged: bool
+    """Whether ``gputop.plausible`` holds any of its numbers to a range."""
+    parts: tuple[tuple[int, int], ...]
+    """The positions of each number that is part of another, and of that whole (``gputop.plausible.AT_MOST``)."""
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type) -> _Shape:
+    """The ``_Shape`` of a model class, made once."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _make_shape(cls)
+    return shape
+
+
+def _make_shape(cls: type) -> _Shape:
+    names, kinds, classes, scalars = [], [], [], []
+    ranges: dict[str, tuple[float, float, bool]] = {}
+    decoders = dict(field_decoders(cls))
+    for name, hint in fields_of(cls):
+        inner = (
+            [a for a in typing.get_args(hint) if a is not type(None)]
+            if typing.get_origin(hint)
+            in (
+                typing.Union,
+                types.UnionType,
+            )
+            else [hint]
+        )
+        args = typing.get_args(inner[0]) if len(inner) == 1 else ()
+        if (cls, name) in HOST_FIELDS:
+            kind, sub = _FIELD_DATA, None
+        elif len(inner) == 1 and isinstance(inner[0], type) and dataclasses.is_dataclass(inner[0]):
+            kind, sub = _FIELD_OBJECT, inner[0]
+        elif (
+            typing.get_origin(inner[0]) is tuple
+            and len(args) == 2
+            and args[1] is Ellipsis
+            and isinstance(args[0], type)
+            and dataclasses.is_dataclass(args[0])
+        ):
+            kind, sub = _FIELD_OBJECTS, args[0]
+        else:
+            kind, sub = _FIELD_DATA, None
+        if kind == _FIELD_DATA and len(inner) == 1 and inner[0] in (int, float) and (cls, name) not in HOST_FIELDS:
+            kind = _FIELD_NUMBER
+            epoch = inner[0] is float and name in TIME_FIELDS
+            low, high = (
+                (-MAX_INT, MAX_INT) if inner[0] is int else (0.0, MAX_TIME) if epoch else (-MAX_FLOAT, MAX_FLOAT)
+            )
+            plausible = RANGES.get(cls, {}).get(name)
+            if plausible is not None:  # checked in line within it; its decoder says what a value outside it is
+                low, high = max(low, plausible[0]), min(high, plausible[1])
+            ranges[name] = (low, high, inner[0] is float)
+        names.append(name)
+        kinds.append(kind)
+        classes.append(sub)
+        if len(inner) == 1 and (inner[0] in (int, str, float, bool) or typing.get_origin(inner[0]) is typing.Literal):
+            scalars.append(name)
+    setters = {f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)}
+    # Straight-line code, one slot store per field: a third of the time of the dataclass's __init__.
+    source = "def build(values):\n    made = new(cls)\n"
+    source += "".join(f"    set{i}(made, values[{i}])\n" for i in range(len(names)))
+    source += "    return made\n"
+    scope: dict[str, object] = {"new": object.__new__, "cls": cls, **setters}
+    exec(compile(source, f"<gputop.codec build {cls.__name__}>", "exec"), scope)
+    getter = operator.attrgetter(*names)
+    first = operator.attrgetter(*scalars[:2]) if scalars else (lambda obj: None)
+    return _Shape(
+        cls=cls,
+        names=tuple(names),
+        position={name: i for i, name in enumerate(names)},
+        kinds=tuple(kinds),
+        classes=tuple(classes),
+        decoders=tuple(decoders[name] for name in names),
+        values=getter if len(names) > 1 else (lambda obj: (getter(obj),)),
+        build=typing.cast("Callable[[list[object]], object]", scope["build"]),
+        key=first,
+        fields={
+            name: (i, kind, decoders[name], sub, *ranges.get(name, (0.0, 0.0, False)))
+            for i, (name, kind, sub) in enumerate(zip(names, kinds, classes, strict=True))
+        },
+        limits=tuple((names.index(name), name, limit) for name, limit in TEXT_LIMITS.get(cls, {}).items()),
+        forms=tuple((names.index(name), name, form) for name, form in TEXT_FORMS.get(cls, {}).items()),
+        ranged=cls in RANGES,
+        parts=tuple((names.index(part), names.index(whole)) for part, whole in AT_MOST.get(cls, {}).items()),
+    )
+
+
+def delta_json(snap: Snapshot, base: Snapshot) -> bytes:
+    """``snap`` as its changes from ``base`` (docs/recording.md, "Deltas"), compact JSON (UTF-8), which
+    ``snapshot_from_delta`` turns back into ``snap`` given ``base``."""
+    hosts = {host.pid: host for host in snap.host_processes}
+    return json.dumps(_object_delta(snap, base, hosts), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _object_delta(new: object, old: object, hosts: dict[int, HostProcess]) -> dict[str, object]:
+    shape = _shape(type(new))
+    changed: dict[str, object] = {}
+    for name, kind, _sub, a, b in zip(
+        shape.names, shape.kinds, shape.classes, shape.values(new), shape.values(old), strict=True
+    ):
+        if a is b or a == b:
+            continue
+        if kind == _FIELD_OBJECT and a is not None and b is not None:
+            changed[name] = _object_delta(a, b, hosts)
+        elif kind == _FIELD_OBJECTS:
+            # The shape's kind says these are tuples of dataclasses on both sides.
+            changed[name] = _items_delta(
+                typing.cast("tuple[object, ...]", a), typing.cast("tuple[object, ...]", b), hosts
+            )
+        else:
+            changed[name] = _whole(a, hosts, (type(new), name) in HOST_FIELDS)
+    return changed
+
+
+def _items_delta(new: tuple[object, ...], old: tuple[object, ...], hosts: dict[int, HostProcess]) -> list[object]:
+    """A tuple of dataclasses, item by item: the index of the item before that it is (``3``), that index and the
+    item's changes from it (``[3, {...}]``), or the item whole (``{...}``). Each item before is used once at most."""
+    if not old:
+        return [_whole(item, hosts) for item in new]
+    key = _shape(type(old[0])).key
+    where: dict[object, int] = {}
+    for i, item in enumerate(old):
+        where.setdefault((type(item), key(item)), i)
+    out: list[object] = []
+    for item in new:
+        i = where.pop((type(item), _shape(type(item)).key(item)), -1)
+        if i < 0:
+            out.append(_whole(item, hosts))
+        elif item is old[i] or item == old[i]:
+            out.append(i)
+        else:
+            out.append([i, _object_delta(item, old[i], hosts)])
+    return out
+
+
+def _whole(value: object, hosts: dict[int, HostProcess], host_field: bool = False) -> object:
+    """A value as a snapshot's JSON writes it, a ``host`` the same as ``hosts``' entry of its PID as that PID."""
+    if host_field and isinstance(value, HostProcess):
+        same = hosts.get(value.pid)
+        if same is value or same == value:
+            return value.pid
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        shape = _shape(type(value))
+        return {
+            name: (
+                _whole(v, hosts, (shape.cls, name) in HOST_FIELDS)
+                if kind == _FIELD_OBJECT or (shape.cls, name) in HOST_FIELDS
+                else [_whole(item, hosts) for item in typing.cast("tuple[object, ...]", v)]
+                if kind == _FIELD_OBJECTS
+                else to_plain(v)
+            )
+            for name, kind, v in zip(shape.names, shape.kinds, shape.values(value), strict=True)
+        }
+    return to_plain(value)
+
+
+def snapshot_from_delta(text: bytes, base: Snapshot) -> Snapshot:
+    """The snapshot whose ``delta_json`` from ``base`` is ``text``. Raises ``ValueError``, and nothing else, on
+    anything else; every value that changed is checked as ``snapshot_from_json`` checks it, and what did not
+    change is ``base``'s own (an item of a tuple used once at most, so that a delta adds no more values than it
+    holds)."""
+    if not isinstance(text, (bytes, bytearray)):
+        raise ValueError(f"expected JSON text, not {brief(text)}")
+    delta = parse(text)
+    if type(delta) is not dict:
+        raise ValueError(f"expected an object for a snapshot's changes, not {brief(delta)}")
+    shape = _shape(Snapshot)
+    hosts = base.host_processes
+    if "host_processes" in delta:
+        try:
+            hosts = typing.cast("tuple[HostProcess, ...]", _patch_items(delta["host_processes"], hosts, HostProcess))
+        except ValueError as exc:
+            raise ValueError(f"Snapshot.host_processes: {exc}") from None
+    HOSTS.by_pid = {host.pid: host for host in hosts}
+    try:
+        values = list(shape.values(base))
+        values[shape.position["host_processes"]] = hosts
+        snap = _patch_fields(delta, values, shape, skip="host_processes")
+    finally:
+        HOSTS.by_pid = None
+    if not isinstance(snap, Snapshot):
+        raise ValueError("not a snapshot")
+    return snap
+
+
+def _patch_object(delta: object, old: object, cls: type) -> object:
+    if type(delta) is not dict:
+        raise ValueError(f"expected an object for {cls.__name__}'s changes, not {brief(delta)}")
+    shape = _shape(cls)
+    return _patch_fields(delta, list(shape.values(old)), shape)
+
+
+def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape, skip: str = "") -> object:
+    """An instance of ``shape.cls`` with ``values``, the fields in ``delta`` changed. Unknown keys are ignored, as
+    a whole snapshot's are."""
+    fields = shape.fields
+    name = ""
+    marked = False
+    try:
+        for name, value in delta.items():
+            field = fields.get(name)
+            if field is None or name == skip:
+                continue
+            i, kind, decode, sub, low, high, floating = field
+            if kind == _FIELD_NUMBER:
+                # type(), not isinstance: JSON's true is an int to Python. NaN fails both comparisons.
+                if ((floating and type(value) is float) or type(value) is int) and low <= value <= high:
+                    values[i] = value
+                else:  # None where allowed, IMPLAUSIBLE out of its range, else the decoder's error
+                    decoded = values[i] = decode(value)
+                    marked = marked or decoded is IMPLAUSIBLE
+            elif kind == _FIELD_DATA or value is None or values[i] is None:
+                values[i] = decode(value)
+            elif kind == _FIELD_OBJECT:
+                values[i] = _patch_object(value, values[i], typing.cast("type", sub))
+            else:
+                values[i] = _patch_items(value, values[i], typing.cast("type", sub))
+    except ValueError as exc:
+        raise ValueError(f"{shape.cls.__name__}.{name}: {exc}") from None
+    for i, field_name, limit in shape.limits:
+        text = values[i]
+        if isinstance(text, str) and len(text) > limit:
+            raise ValueError(f"{shape.cls.__name__}.{field_name}: over {limit} characters")
+    for i, field_name, form in shape.forms:
+        text = values[i]
+        if isinstance(text, str) and not form.fullmatch(text):
+            raise ValueError(f"{shape.cls.__name__}.{field_name}: not of the form {form.pattern}")
+    if marked or (shape.parts and parts_exceed(values.__getitem__, shape.parts)):
+        position = shape.position
+
+        def value_of(name: str) -> object:
+            return values[position[name]]
+
+        bad = fields_out_of_range(shape.cls, value_of, marked, shape.names)
+        if bad:
+            where = position.get("unavailable")
+            reasons = implausible_reasons(shape.cls, bad, value_of, None if where is None else values[where])
+            assert where is not None  # a class without reasons is refused above
+            values[where] = reasons
+            for name in bad:
+                values[position[name]] = None
+    return shape.build(values)
+
+
+def _patch_items(delta: object, old: object, cls: type) -> tuple[object, ...]:
+    if type(delta) is not list:
+        raise ValueError(f"expected a list, not {brief(delta)}")
+    if type(old) is not tuple:
+        raise ValueError("changes to a list the snapshot before did not have")
+    whole = decoder(cls)
+    used: set[int] = set()
+    items: list[object] = []
+    for entry in delta:
+        if type(entry) is dict:
+            items.append(whole(entry))
+            continue
+        if type(entry) is list and len(entry) == 2:
+            i, changes = entry
+        else:
+            i, changes = entry, None
+        if type(i) is not int or not 0 <= i < len(old) or i in used:
+            raise ValueError(f"expected an item, or an unused index of the list before, not {brief(i)}")
+        used.add(i)
+        items.append(old[i] if changes is None else _patch_object(changes, old[i], cls))
+    return tuple(items)
