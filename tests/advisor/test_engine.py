@@ -152,9 +152,9 @@ def _share_summed_anew(evaluations: list[tuple[float, bool]], hold_s: float) -> 
     """The held share of the last ``hold_s`` as a fresh walk over every evaluation gives it."""
     now = evaluations[-1][0]
     start = now - hold_s
-    kept = list(evaluations)
-    while len(kept) > 1 and kept[1][0] <= start:
-        kept.pop(0)
+    # Dropped from the front: every evaluation up to the last one before the first after the window's start.
+    first = next((n - 1 for n in range(1, len(evaluations)) if evaluations[n][0] > start), len(evaluations) - 1)
+    kept = evaluations[first:]
     if kept[0][0] > start:
         return None
     held_s, previous = 0.0, kept[0][0]
