@@ -48,7 +48,8 @@ def measure(rows: int, gap_s: float) -> tuple[int, float, float, int]:
         read_s = time.process_time() - started
         assert read == rows
         started = time.process_time()
-        report = report_recording(str(path), None, AdvisorConfig())
+        with open_recording(path) as recording:
+            report = report_recording(recording, None, AdvisorConfig())
         report_s = time.process_time() - started
         return path.stat().st_size, read_s, report_s, len(report.timeline.findings)
 

@@ -71,7 +71,8 @@ def main() -> int:
             read_s = (time.process_time() - started) / len(picks)
 
         started = time.process_time()
-        report = report_recording(str(path), None, AdvisorConfig())
+        with open_recording(path) as recording:
+            report = report_recording(recording, None, AdvisorConfig())
         report_s = time.process_time() - started
         with open_recording(path) as recording:
             started = time.process_time()

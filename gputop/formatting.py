@@ -94,6 +94,19 @@ def fmt_number(value: float | None, unit: str = "", digits: int = 0) -> str:
     return NA if value is None else f"{value:.{digits}f}{unit}"
 
 
+def aligned(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows of text in columns, those in ``right`` aligned right: ``--once``'s table, ``gputop estimate``'s. Every
+    row has as many cells as the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
 # -- lengths of time ---------------------------------------------------------------------------------------------
 
 

@@ -814,23 +814,6 @@ SOURCE_EXTERNAL: Final = "external"
 SOURCE_BOTH: Final = "both"
 
 
-# -- the multi-host view ----------------------------------------------------------------------------------------
-
-HostState = Literal[
-    "connecting", "live", "stale", "dropped", "unreachable", "no gputop", "old gputop", "auth failed", "failed"
-]
-"""A remote host's connection (``gputop.remote.status`` moves it from one to the next)."""
-CONNECTING: Final = "connecting"
-LIVE: Final = "live"
-STALE: Final = "stale"
-DROPPED: Final = "dropped"
-UNREACHABLE: Final = "unreachable"
-NO_GPUTOP: Final = "no gputop"
-TOO_OLD: Final = "old gputop"
-AUTH_FAILED: Final = "auth failed"
-FAILED: Final = "failed"
-
-
 @dataclass(frozen=True, slots=True)
 class Advice:
     """One finding of the advisor about a training process (or a job, or a GPU): what is wrong, the numbers behind

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import sys
 
-from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_number, fmt_percent, short_command
+from gputop.formatting import (
+    NA,
+    aligned,
+    counted,
+    fmt_bytes,
+    fmt_clock,
+    fmt_duration,
+    fmt_number,
+    fmt_percent,
+    short_command,
+)
 from gputop.model import GPU_OK, MIG_ENABLED, Gpu, GpuProcess, HostProcess, MigInstance, Snapshot
 from gputop.sanitize import printable
-
-
-def aligned(rows: list[list[str]], right: set[int]) -> list[str]:
-    """Rows aligned in columns; every row has as many cells as the header."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=False))
-        ]
-        lines.append("  ".join(cells).rstrip())
-    return lines
 
 
 def _gpu_row(g: Gpu) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import subprocess
 import sys
@@ -11,9 +12,65 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.fakenvml.build import build, call_count, use_in_process
 from tests.fakenvml.state import FakeState, write_state
+
+FAST = "fast"
+"""The mark of a pure test: no subprocess, no terminal, no torch job (``scripts/test -m fast``)."""
+SPAWNS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.forkpty", "os.system", "pty.spawn"})
+"""The audit events of a process started."""
+
+_pure_test_running = False
+
+
+def _no_process_in_a_pure_test(event: str, args: tuple[object, ...]) -> None:
+    if _pure_test_running and event in SPAWNS:
+        started = args[0] if args else ""
+        raise RuntimeError(f"a test marked {FAST} started a process ({event}: {started!r}): pure tests start none")
+
+
+sys.addaudithook(_no_process_in_a_pure_test)  # for the whole run (a hook cannot be removed); only pure tests fail it
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """A test marked fast that starts a process, the fake driver's compiler included, fails: ``-m fast`` runs where
+    no compiler, tmux or ssh is installed."""
+    global _pure_test_running
+    _pure_test_running = item.get_closest_marker(FAST) is not None
+    try:
+        return (yield)
+    finally:
+        _pure_test_running = False
+
+
+settings.register_profile(FAST, max_examples=10)
+"""Under ``-m fast`` a property is tried on a tenth of the examples the whole suite tries (a test that asks for a
+count of its own asks for a multiple of ``settings.default.max_examples``): each still runs, in a moment."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.markexpr.strip() == FAST and config.getoption("--hypothesis-profile") is None:
+        settings.load_profile(FAST)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting made (modules, scenes, parameters) lives as long as the run: frozen, the garbage collector
+    stops walking it at every full collection (seconds over a run)."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m fast`` alone, a test file that never names the mark holds no pure test: it is not imported, which
+    saves the imports and assertion rewriting of every test that would be deselected."""
+    if config.option.markexpr.strip() != FAST or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix != ".py" or "mark.fast" in collection_path.read_text():
+        return None
+    return True
 
 
 @dataclass

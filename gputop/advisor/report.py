@@ -9,16 +9,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gputop.advisor.process_use import ProcessUse, UseTally, process_use_dict, render_not_training
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.formatting import counted, fmt_clock, fmt_span
 from gputop.model import Advice, Snapshot
-
-if TYPE_CHECKING:
-    from gputop.store.recording import RecordingInfo
 
 SCHEMA = 1
 REPORT_EVERY_S = 1.0
@@ -85,11 +82,41 @@ def sample_every_s(config: AdvisorConfig, interval_s: float = REPORT_EVERY_S) ->
 # -- a recording ------------------------------------------------------------------------------------------------
 
 
+class RecordingFacts(Protocol):
+    """What a recording says of itself, as the report shows it (``gputop.store.RecordingInfo`` is one)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def hostname(self) -> str | None: ...
+    @property
+    def gputop_version(self) -> str | None: ...
+    @property
+    def interval_s(self) -> float | None: ...
+    @property
+    def started(self) -> float | None: ...
+    @property
+    def ended(self) -> float | None: ...
+
+
+class OpenRecording(Protocol):
+    """A recording its caller has opened (``gputop.store.Recording`` is one): its snapshots, read in one pass, and
+    after that pass what could not be read."""
+
+    @property
+    def info(self) -> RecordingFacts: ...
+    @property
+    def damage(self) -> str | None: ...
+    @property
+    def skipped(self) -> int: ...
+    def __iter__(self) -> Iterator[Snapshot]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RecordingReport:
     """The advisor over a whole recording: its metadata, the snapshots read, the findings with their spans."""
 
-    info: RecordingInfo
+    info: RecordingFacts
     pid: int | None
     """The job judged: ``--pid``, else the recording's focus (None: every training process)."""
     timeline: AdviceTimeline
@@ -108,23 +135,21 @@ class RecordingReport:
         return self.timeline.times[-1] if self.timeline.times else None
 
 
-def report_recording(path: str, pid: int | None, config: AdvisorConfig) -> RecordingReport:
-    """Read ``path`` once, feeding every snapshot to the advisor. Raises ``RecordingError`` when it cannot be
-    opened; a damaged file gives the findings of what could be read, and ``damage`` says what was not."""
-    from gputop.store import open_recording
-
-    with open_recording(path) as recording:
-        snapshots = iter(recording)
-        first = next(snapshots, None)
-        if pid is None and first is not None:
-            pid = first.focus_pid
-        fed: Iterator[Snapshot] = itertools.chain([first] if first is not None else [], snapshots)
-        tally = None if pid is None else UseTally(pid)
-        if tally is not None:
-            fed = _tallied(fed, tally)
-        timeline = advise(fed, pid, config)
-        use = None if tally is None else tally.result()
-        return RecordingReport(recording.info, pid, timeline, recording.damage, recording.skipped, use)
+def report_recording(recording: OpenRecording, pid: int | None, config: AdvisorConfig) -> RecordingReport:
+    """Read ``recording`` once, feeding every snapshot to the advisor; ``pid`` None judges the recording's focus. A
+    damaged file gives the findings of what could be read, and ``damage`` says what was not. The caller opens the
+    file (``gputop.store.open_recording``): the advisor reads snapshots, not files."""
+    snapshots = iter(recording)
+    first = next(snapshots, None)
+    if pid is None and first is not None:
+        pid = first.focus_pid
+    fed: Iterator[Snapshot] = itertools.chain([first] if first is not None else [], snapshots)
+    tally = None if pid is None else UseTally(pid)
+    if tally is not None:
+        fed = _tallied(fed, tally)
+    timeline = advise(fed, pid, config)
+    use = None if tally is None else tally.result()
+    return RecordingReport(recording.info, pid, timeline, recording.damage, recording.skipped, use)
 
 
 def _tallied(snapshots: Iterable[Snapshot], tally: UseTally) -> Iterator[Snapshot]:

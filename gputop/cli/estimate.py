@@ -20,7 +20,7 @@ from typing import Any
 
 from gputop.cli.args import UsageError, byte_size, number
 from gputop.cli.console import error, say, tell
-from gputop.estimate_defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS
+from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS
 from gputop.formatting import fmt_bytes
 from gputop.sanitize import printable
 

@@ -72,18 +72,19 @@ def check(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     watch_s = watch_seconds(args)
-    return report_recording(args) if watch_s is None else report_live(args, watch_s)
+    return report_file(args) if watch_s is None else report_live(args, watch_s)
 
 
-def report_recording(args: argparse.Namespace) -> int:
+def report_file(args: argparse.Namespace) -> int:
     """``gputop report FILE``: the advisor over the whole recording."""
     import json
 
     from gputop.advisor.report import recording_document, render_recording_report, report_recording
-    from gputop.store import RecordingError
+    from gputop.store import RecordingError, open_recording
 
     try:
-        report = report_recording(args.report_file, args.report_pid, checks.advisor_config(args.report_window))
+        with open_recording(args.report_file) as recording:
+            report = report_recording(recording, args.report_pid, checks.advisor_config(args.report_window))
     except RecordingError as exc:
         return error(str(exc), 2)
     if args.report_as_json:

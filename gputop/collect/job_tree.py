@@ -40,11 +40,12 @@ class JobTree:
     def __init__(self, hosts: Mapping[int, HostProcess], probed_workers: set[int]) -> None:
         """``probed_workers`` are PIDs a probe named as workers: spawn and forkserver workers take their name only
         after re-importing the main module, a second or more after they start."""
-        self.alive = {pid: h for pid, h in hosts.items() if h.ppid is not None}
+        self.parent = {pid: h.ppid for pid, h in hosts.items() if h.ppid is not None}
+        self.alive = {pid: hosts[pid] for pid in self.parent}
         self.probed_workers = probed_workers
         self.children: dict[int, list[int]] = {}
-        for pid, h in self.alive.items():
-            self.children.setdefault(h.ppid, []).append(pid)  # type: ignore[arg-type]
+        for pid, ppid in self.parent.items():
+            self.children.setdefault(ppid, []).append(pid)
         self.workers = [pid for pid in sorted(self.alive) if self.is_worker(pid)]
         self._owner = {w: self._find_owner(w) for w in self.workers}
 
@@ -86,7 +87,7 @@ class JobTree:
             if self.is_worker(pid) or self.is_fork_server(pid):
                 continue
             host = self.alive[pid]
-            parent = self.alive.get(host.ppid)  # type: ignore[arg-type]
+            parent = self.alive.get(self.parent[pid])
             rank = parent is not None and parent.name == AGENT_NAME
             if rank or host.name == MAIN_THREAD_NAME or pid in reporting:
                 found.add(pid)

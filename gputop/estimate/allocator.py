@@ -19,8 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gputop.estimate_defaults import CUDA_CONTEXT_BYTES as CUDA_CONTEXT_BYTES
-
 # The allocator's constants, as c10/cuda/CUDACachingAllocator.cpp (and CUDAAllocatorConfig.h) define them.
 MIN_BLOCK_BYTES = 512
 """``kMinBlockSize``: every request is rounded up to a multiple of 512 bytes."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.estimate.allocator import CUDA_CONTEXT_BYTES
+from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS, Precision
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.factory import load_factory
 from gputop.estimate.inputs import InputSpec, parse_inputs
 from gputop.estimate.parts import BatchEstimate
 from gputop.estimate.progress import Phase, Progress
-from gputop.estimate.report import DEFAULT_MARGIN, PRECISIONS, Precision, Report, Settings
+from gputop.estimate.report import Report, Settings
 from gputop.estimate.search import largest_fitting
 
 

@@ -9,9 +9,8 @@ from typing import Any
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 from gputop.estimate.report import Report
 from gputop.estimate.search import MAX_BATCH
-from gputop.formatting import counted, fmt_bytes
+from gputop.formatting import aligned, counted, fmt_bytes
 from gputop.sanitize import printable
-from gputop.table import aligned
 
 SCHEMA = 1
 """The JSON document's version: a key is only ever added within one."""

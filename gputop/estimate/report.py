@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.estimate.defaults import Precision
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
-from gputop.estimate_defaults import DEFAULT_MARGIN as DEFAULT_MARGIN
-from gputop.estimate_defaults import PRECISIONS as PRECISIONS
-from gputop.estimate_defaults import Precision
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol, cast
 
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from gputop.estimate.defaults import Precision
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.inputs import InputSpec
-from gputop.estimate.report import Precision
 
 Batch = tuple[tuple[Any, ...], dict[str, Any]]
 """The model's positional and keyword arguments for one batch."""
@@ -71,22 +71,30 @@ def to_bfloat16(model: torch.nn.Module) -> None:
         return converted[id(tensor)]
 
     for module in model.modules():
-        for table in (module._parameters, module._buffers):
-            for key, tensor in table.items():
-                if tensor is not None:
-                    table[key] = convert(tensor)  # type: ignore[assignment]
+        for key, parameter in module._parameters.items():
+            if parameter is not None:
+                module._parameters[key] = cast(torch.nn.Parameter, convert(parameter))  # a parameter stays one
+        for key, buffer in module._buffers.items():
+            if buffer is not None:
+                module._buffers[key] = convert(buffer)
+
+
+class _Switch(Protocol):
+    enabled: bool
 
 
 @contextlib.contextmanager
 def native_kernels() -> Iterator[None]:
     """oneDNN off: recurrent layers then run as the tensor operations whose sizes FakeTensorMode knows, where
     oneDNN's RNN kernel keeps its activations in a workspace that FakeTensorMode sizes as empty."""
-    previous = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # a property of torch's module class
+    # ``enabled`` is a bool property of the module's class at run time; torch annotates the descriptor behind it.
+    mkldnn = cast(_Switch, torch.backends.mkldnn)
+    previous = mkldnn.enabled
+    mkldnn.enabled = False
     try:
         yield
     finally:
-        torch.backends.mkldnn.enabled = previous
+        mkldnn.enabled = previous
 
 
 def autocast(precision: Precision, device_type: str) -> contextlib.AbstractContextManager[Any]:

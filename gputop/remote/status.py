@@ -13,22 +13,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Final, Literal
 
-from gputop.model import (
-    AUTH_FAILED,
-    CONNECTING,
-    DROPPED,
-    FAILED,
-    LIVE,
-    NO_GPUTOP,
-    STALE,
-    TOO_OLD,
-    UNREACHABLE,
-    HostState,
-    Snapshot,
-)
+from gputop.model import Snapshot
 from gputop.sanitize import printable
 
+HostState = Literal[
+    "connecting", "live", "stale", "dropped", "unreachable", "no gputop", "old gputop", "auth failed", "failed"
+]
+"""A remote host's connection, moved from one to the next by ``HostTracker``."""
+CONNECTING: Final = "connecting"
+LIVE: Final = "live"
+STALE: Final = "stale"
+DROPPED: Final = "dropped"
+UNREACHABLE: Final = "unreachable"
+NO_GPUTOP: Final = "no gputop"
+TOO_OLD: Final = "old gputop"
+AUTH_FAILED: Final = "auth failed"
+FAILED: Final = "failed"
 DOWN_STATES: frozenset[HostState] = frozenset({DROPPED, UNREACHABLE, NO_GPUTOP, TOO_OLD, AUTH_FAILED, FAILED})
 
 FIRST_RETRY_S = 1.0

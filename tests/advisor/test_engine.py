@@ -152,9 +152,9 @@ def _share_summed_anew(evaluations: list[tuple[float, bool]], hold_s: float) -> 
     """The held share of the last ``hold_s`` as a fresh walk over every evaluation gives it."""
     now = evaluations[-1][0]
     start = now - hold_s
-    kept = list(evaluations)
-    while len(kept) > 1 and kept[1][0] <= start:
-        kept.pop(0)
+    # Dropped from the front: every evaluation up to the last one before the first after the window's start.
+    first = next((n - 1 for n in range(1, len(evaluations)) if evaluations[n][0] > start), len(evaluations) - 1)
+    kept = evaluations[first:]
     if kept[0][0] > start:
         return None
     held_s, previous = 0.0, kept[0][0]
@@ -165,18 +165,22 @@ def _share_summed_anew(evaluations: list[tuple[float, bool]], hold_s: float) -> 
     return held_s / hold_s if hold_s > 0 else float(evaluations[-1][1])
 
 
+STEPS_S = (0.1, 0.5, 1.0, 0.7, 4.0, 25.0)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_the_held_share_kept_tick_by_tick_is_the_share_summed_anew(seed: int):
     rng = random.Random(seed)
     state = _RuleState()
     seen: list[tuple[float, bool]] = []
+    recent = 2 * int(WINDOW_S / min(STEPS_S))  # twice what a window holds: all the fresh sum looks at
     t = rng.choice((0.0, 1_800_000_000.0))
     for _ in range(3000):
-        t += rng.choice((0.1, 0.5, 1.0, 0.7, 4.0, 25.0))
+        t += rng.choice(STEPS_S)
         held = rng.random() < 0.7
         seen.append((t, held))
         share = state.record(t, held, WINDOW_S)
-        expected = _share_summed_anew(seen, WINDOW_S)
+        expected = _share_summed_anew(seen[-recent:], WINDOW_S)
         assert (share is None) == (expected is None)
         if share is not None and expected is not None:
             assert share == pytest.approx(expected, abs=1e-12)

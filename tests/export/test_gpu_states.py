@@ -1,14 +1,11 @@
-"""A GPU that falls off the bus, and values the driver cannot give, as the exporter shows them."""
+"""A GPU that falls off the bus, and values the driver cannot give, as a real ``gputop export`` over the fake driver
+shows them."""
 
 from __future__ import annotations
-
-import pytest
 
 from tests.export.scrape import names, value
 from tests.fakenvml.state import FakeState
 from tests.machines import GIB, h100
-
-pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
 UUID_1 = "GPU-6a1b2c3d-0000-4000-8000-000000000001"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gputop.remote.hostspec import HostSpec
-from gputop.remote.link import ssh_argv, ssh_settings
+from gputop.remote.link import ssh_argv
 from gputop.remote.status import (
     AUTH_FAILED,
     CONNECTING,
@@ -204,24 +204,3 @@ def test_the_ssh_command_puts_the_users_options_first_and_never_prompts() -> Non
     assert argv[:5] == ["ssh", "-F", "cfg", "-o", "Port=2222"]
     assert "BatchMode=yes" in argv and "ServerAliveInterval=5" in argv and "ConnectTimeout=10" in argv
     assert argv[-3:] == ["--", "alice@gpu-node-02", "~/venv/bin/gputop stream --full -d 0.5"]
-
-
-def test_the_users_ssh_config_keeps_its_own_timeouts_but_never_its_batch_mode(tmp_path) -> None:
-    config = tmp_path / "ssh_config"
-    config.write_text("Host patient\n  ConnectTimeout 30\n  ServerAliveInterval 60\n  BatchMode no\n")
-    command = ("ssh", "-F", str(config))
-    for name, expected in (
-        ("patient", ["BatchMode=yes", "ServerAliveCountMax=3"]),
-        ("plain", ["BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=5", "ServerAliveCountMax=3"]),
-    ):
-        spec = HostSpec(name, "gputop")
-        settings = ssh_settings(spec, command)
-        assert settings is not None, "ssh -G reads the config"
-        argv = ssh_argv(spec, 1.0, command, (), settings)
-        assert [argv[i + 1] for i, word in enumerate(argv) if word == "-o"] == expected, name
-
-
-def test_without_ssh_g_every_default_is_given(tmp_path) -> None:
-    assert ssh_settings(HostSpec("any", "gputop"), ("false",)) is None
-    argv = ssh_argv(HostSpec("any", "gputop"), 1.0, ("ssh",), (), None)
-    assert "ConnectTimeout=10" in argv and "ServerAliveInterval=5" in argv

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.report import recording_document, render_recording_report, report_recording
+from gputop.advisor.report import RecordingReport, recording_document, render_recording_report, report_recording
 from gputop.advisor.timeline import advise
-from gputop.store import SCHEMA_VERSION, Recorder
+from gputop.store import SCHEMA_VERSION, Recorder, open_recording
 from tests.ui import scenes, training_scenes
 
 T0 = scenes.T0
@@ -46,6 +46,12 @@ def record(path: Path, snapshots: list, close: bool = True) -> Path:
     return path
 
 
+def report_of(path: Path) -> RecordingReport:
+    """The advisor over the recording at ``path``, as ``gputop report FILE`` makes it."""
+    with open_recording(path) as recording:
+        return report_recording(recording, None, AdvisorConfig())
+
+
 def gputop(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, env={"TZ": "UTC"}
@@ -62,7 +68,7 @@ def test_the_findings_over_a_recording_are_the_live_advisors(recording):
     for snap in story():
         live.update(snap)
 
-    report = report_recording(str(recording), None, AdvisorConfig())
+    report = report_of(recording)
 
     assert report.pid == training_scenes.JOB_PID, "the recording's focus is the job judged"
     assert [(f.advice, f.active) for f in report.timeline.findings] == list(live.raised())
@@ -70,7 +76,7 @@ def test_the_findings_over_a_recording_are_the_live_advisors(recording):
 
 
 def test_each_finding_held_while_the_job_was_starved_and_cleared_while_it_was_fed(recording):
-    report = report_recording(str(recording), None, AdvisorConfig())
+    report = report_of(recording)
     starved = next(f for f in report.timeline.findings if f.advice.id == "data-starved")
 
     first, second = starved.spans
@@ -98,7 +104,7 @@ def test_report_json_gives_every_finding_with_its_spans(recording):
 
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    expected = recording_document(report_recording(str(recording), None, AdvisorConfig()))
+    expected = recording_document(report_of(recording))
     assert document == json.loads(json.dumps(expected))
     assert document["recording"]["hostname"] == "gpu-node-07"
     assert document["recording"]["snapshots"] == len(story())
@@ -221,7 +227,7 @@ def test_bad_arguments_for_a_recording_are_one_line_and_exit_2(recording, args, 
 def test_a_recording_of_one_snapshot_is_reported_as_1_snapshot(tmp_path):
     path = record(tmp_path / "one.gputop", [training_scenes.starved_job(T0)])
 
-    text = render_recording_report(report_recording(str(path), None, AdvisorConfig()))
+    text = render_recording_report(report_of(path))
 
     assert f"{path}: 1 snapshot on gpu-node-07, " in text
 

@@ -107,10 +107,10 @@ def read_processes(slot: GpuSlot, variants: Variants, sample_stale_s: float) -> 
     )
     slot.process_reason = compute_why if compute is None else None
     slot.processes_per_instance = False
+    listed: dict[ProcessKind, list[tuple[int, int | None]]] = {COMPUTE: compute or [], GRAPHICS: graphics or []}
     kinds: dict[int, ProcessKind] = {}
     memory: dict[int, int | None] = {}
-    found_kind: ProcessKind
-    for found_kind, found in ((COMPUTE, compute or []), (GRAPHICS, graphics or [])):
+    for found_kind, found in listed.items():
         for pid, used in found:
             kinds[pid] = COMPUTE_GRAPHICS if kinds.get(pid, found_kind) != found_kind else found_kind
             if used is not None:

@@ -1,6 +1,5 @@
-"""The memory estimate's defaults and choices that ``gputop estimate``'s options show: here, apart from the
-estimator, so that building the command line does not import it (``gputop.estimate.allocator`` and
-``gputop.estimate.report`` export them as before)."""
+"""The memory estimate's defaults and choices that ``gputop estimate``'s options show: a module of their own, which
+the package's lazy face lets the command line import without the estimator."""
 
 from __future__ import annotations
 
