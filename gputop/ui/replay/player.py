@@ -195,11 +195,12 @@ class ReplayPlayer(Mode):
         return [BINDINGS, ReplayDashboardScreen.BINDINGS, *dashboard_help_groups()]
 
     def mounted(self) -> None:
-        app = self.app
-        # Run for the dashboard screen, which hands its end back to ``findings_changed``.
-        self.dashboard.run_worker(self._compute_findings, name="findings", thread=True, exit_on_error=False)
-        self._progress_timer = app.set_interval(PROGRESS_EVERY_S, self._show_progress)
-        app.call_later(self._restart_clock)
+        # The worker and the timers are the dashboard screen's: they draw into it, and end with it, before its
+        # widgets are taken down. The screen hands the worker's end back to ``findings_changed``.
+        dashboard = self.dashboard
+        dashboard.run_worker(self._compute_findings, name="findings", thread=True, exit_on_error=False)
+        self._progress_timer = dashboard.set_interval(PROGRESS_EVERY_S, self._show_progress)
+        self.app.call_later(self._restart_clock)
 
     def toggle_pause(self) -> None:
         app = self.app
@@ -320,7 +321,7 @@ class ReplayPlayer(Mode):
         due = self._anchor_wall + (times[at + 1] - self._anchor_time) / self.speed
         if times[at + 1] - times[at] > self.big_gap_s:
             due = min(due, self._shown_wall + GAP_WAIT_S)
-        self._timer = app.set_timer(max(FRAME_S, due - time.monotonic()), self._tick)
+        self._timer = self.dashboard.set_timer(max(FRAME_S, due - time.monotonic()), self._tick)
 
     def _tick(self) -> None:
         self._timer = None
