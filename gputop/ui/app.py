@@ -180,11 +180,6 @@ class GputopApp(App[int]):
         """No signals: asked for (``--readonly``), or the processes shown are not live ones of this machine."""
         return self.readonly_everywhere or not self.feed.signals_allowed
 
-    def use_feed(self, feed: Feed) -> None:
-        """Show ``feed`` from now on (a host opened in the multi-host view)."""
-        self.feed = feed
-        self.show()
-
     def notify(
         self,
         message: str,
