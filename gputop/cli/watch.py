@@ -69,8 +69,18 @@ def writer(as_json: bool) -> Callable[[Snapshot], str]:
 
 
 def dashboard(interval_s: float, pid: int | None, readonly: bool, job_id: str | None = None) -> int:
+    """The live dashboard: this machine's snapshots from the sampler's thread, through the advisor, until ``q``."""
     try:
         from gputop.ui.app import run_dashboard
     except ImportError as exc:
         return needs_textual(exc, "the dashboard", "; gputop --once and --json work without it")
-    return run_dashboard(interval_s=interval_s, pid=pid, readonly=readonly, job_id=job_id)
+    # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first
+    # snapshot (SnapshotMaker makes them when first used), where they would compete with Textual's start for the
+    # first frame.
+    from gputop.advisor import Advisor
+    from gputop.collect import host, training  # noqa: F401
+    from gputop.collect.sampler import Sampler, SnapshotMaker
+    from gputop.ui.feed import LiveFeed
+
+    feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid)), Advisor(pid))
+    return run_dashboard(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id)

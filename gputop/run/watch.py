@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 
 from gputop.advisor import Advisor
 from gputop.advisor.report import sample_every_s
-from gputop.collect.sampler import SnapshotMaker, every
+from gputop.collect.sampler import Sampler, SnapshotMaker, every
 from gputop.formatting import counted
 from gputop.model import PROCESS_EXITED, Snapshot, TrainingView, job_views
 from gputop.run.console import Console
@@ -48,32 +48,37 @@ def _dashboard(
     options: RunOptions,
     console: Console,
 ) -> None:
-    from gputop.ui.feed import Ended  # here: a headless run needs no dashboard
+    # Here: a headless run needs no dashboard. The collectors' modules are imported before Textual starts, not by
+    # the sampler's thread at its first snapshot, where they would compete with Textual's start for the first frame.
+    from gputop.collect import host, training  # noqa: F401
+    from gputop.ui.feed import Ended, LiveFeed
 
     if prepared.log_path:
         console.say(f"job output goes to {prepared.log_path}")
+    # The dashboard samples while it is open: its snapshots feed the run's advisor and the recording.
+    source = Sampler(options.interval_s or 1.0, maker_factory=lambda: SnapshotMaker(focus_pid=job.pid))
+    source.subscribe(watcher.take)
+    feed = LiveFeed(source, Advisor(job.pid, options.advisor))
     # Told from the reaping thread, the dashboard says so at once and keeps the job's last view, marked final.
-    ended: Future[Ended] = Future()
+    showing = threading.Event()
+    showing.set()
 
     def tell(end: JobEnd) -> None:
-        if ended.set_running_or_notify_cancel():  # not once the dashboard has closed
-            ended.set_result(Ended(end.banner(), watcher.last_view))
+        if showing.is_set():  # not once the dashboard has closed
+            feed.end(Ended(end.banner(), watcher.last_view))
 
     job.on_end(tell)
     if options.dashboard.exit_with_job:
         job.on_end(lambda _: job.close.set())
-    # The dashboard samples while it is open: its snapshots feed the run's advisor and the recording.
     dashboard(
+        feed,
         interval_s=options.interval_s or 1.0,
-        pid=job.pid,
+        focus_pid=job.pid,
         readonly=False,
-        on_snapshot=watcher.take,
-        advisor_config=options.advisor,
         notice=options.dashboard.notice or prepared.reports.notice,
         close=job.close,
-        job_end=ended,
     )
-    ended.cancel()
+    showing.clear()
     if job.end is not None:
         return
     if options.dashboard.on_close == "stop":

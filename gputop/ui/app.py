@@ -1,30 +1,28 @@
-"""The dashboard application: shows the newest snapshot of a ``Feed`` (gputop/ui/feed.py).
+"""The dashboard application: shows the newest snapshot of a ``Feed`` (gputop/ui/feed/).
 
 One app serves the live dashboard, the replay and the multi-host view: the feed says what to show, and a
-``Mode`` brings what surrounds it (the first screen, app-wide keys, what ``p`` does, the key help).
+``Mode`` brings what surrounds it (the first screen, what ``p`` does, the key help). The app knows nothing of
+where snapshots come from: the command that opens it makes the feed.
 """
 
 from __future__ import annotations
 
 import getpass
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from textual import events
 from textual.app import App
-from textual.binding import Binding, BindingsMap, BindingType
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 
-from gputop.advisor import Advisor, AdvisorConfig
 from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
-from gputop.ui.feed import Ended, Feed, LiveFeed
+from gputop.ui.feed import Ended, Feed
 from gputop.ui.history import History
 from gputop.ui.keys import HelpGroup, HelpRow, bound_keys, key_help, unbound_words
 from gputop.ui.screens.dashboard import DashboardScreen
@@ -46,31 +44,36 @@ def next_interval(interval_s: float, longer: bool) -> float:
     return max(MIN_INTERVAL_S, next((s for s in reversed(INTERVAL_STEPS_S) if s < interval_s - 1e-9), MIN_INTERVAL_S))
 
 
-class Mode(Protocol):
-    """What surrounds the dashboard of a feed: its first screen, the app-wide keys it adds (or gives another
-    action), what ``p`` does, and the keys the help lists. ``LiveMode`` is the live dashboard's; the replay's
-    and the multi-host view's are in gputop/ui/replay and gputop/ui/hosts."""
+class Mode:
+    """What surrounds the dashboard of a feed: its first screen, what ``p`` does and the keys the help lists, with
+    the rest of the app's life where a mode needs it. ``LiveMode`` is the live dashboard's; the replay's and the
+    multi-host view's are in gputop/ui/replay and gputop/ui/hosts. A mode's own app-wide keys are declared as the
+    ``BINDINGS`` of its app's class (``ReplayApp``), whose actions name the mode's own as ``mode('name', args...)``.
+    """
 
-    @property
-    def bindings(self) -> Sequence[BindingType]:
-        """App-wide keys on top of ``GputopApp.BINDINGS``; one with the key of another replaces it. Their actions
-        name the mode's own as ``mode('name', args...)``."""
+    app: GputopApp
 
     def attach(self, app: GputopApp) -> None:
         """Called once, as ``app`` is made."""
+        self.app = app
 
-    def main_screen(self) -> Screen[None]: ...
+    def main_screen(self) -> Screen[None]:
+        """The screen the app opens on."""
+        raise NotImplementedError
 
     def mounted(self) -> None:
-        """The app is mounted and its feed started."""
+        """The app is mounted and its feed started: nothing to do unless a mode says."""
 
-    def unmounted(self) -> None:
-        """The app is closing."""
-
-    def toggle_pause(self) -> None: ...
+    def toggle_pause(self) -> None:
+        """``p``: freeze the display while the feed goes on; the newest snapshot is shown again on resuming."""
+        app = self.app
+        app.paused = not app.paused
+        if not app.paused and app.feed.latest is not None:
+            app.show()
 
     def help_groups(self) -> list[HelpGroup]:
         """The bindings the key help lists now, in order."""
+        raise NotImplementedError
 
 
 def dashboard_help_groups(app_bindings: HelpGroup = ()) -> list[HelpGroup]:
@@ -91,28 +94,11 @@ def dashboard_help_groups(app_bindings: HelpGroup = ()) -> list[HelpGroup]:
     ]
 
 
-class LiveMode:
+class LiveMode(Mode):
     """The live dashboard: ``p`` freezes the display while the feed goes on."""
-
-    bindings: Sequence[BindingType] = ()
-
-    def attach(self, app: GputopApp) -> None:
-        self.app = app
 
     def main_screen(self) -> Screen[None]:
         return DashboardScreen()
-
-    def mounted(self) -> None:
-        pass
-
-    def unmounted(self) -> None:
-        pass
-
-    def toggle_pause(self) -> None:
-        app = self.app
-        app.paused = not app.paused
-        if not app.paused and app.feed.latest is not None:
-            app.show()
 
     def help_groups(self) -> list[HelpGroup]:
         return dashboard_help_groups()
@@ -183,11 +169,6 @@ class GputopApp(App[int]):
         self.status_label = ""
         """What the status bar names besides the host (a replay's file)."""
         self.set_reactive(GputopApp.interval_s, interval_s)
-        if self.mode.bindings:
-            # As a subclass's BINDINGS would: the mode's keys after the app's, a key of both taking the mode's.
-            keys = dict(self._bindings.key_to_bindings)
-            keys.update(BindingsMap(self.mode.bindings).key_to_bindings)
-            self._bindings = BindingsMap.from_keys(keys)
         self.mode.attach(self)
 
     @property
@@ -198,11 +179,6 @@ class GputopApp(App[int]):
     def readonly(self) -> bool:
         """No signals: asked for (``--readonly``), or the processes shown are not live ones of this machine."""
         return self.readonly_everywhere or not self.feed.signals_allowed
-
-    def use_feed(self, feed: Feed) -> None:
-        """Show ``feed`` from now on (a host opened in the multi-host view)."""
-        self.feed = feed
-        self.show()
 
     def notify(
         self,
@@ -228,7 +204,6 @@ class GputopApp(App[int]):
 
     def on_unmount(self) -> None:
         self.feed.stop()
-        self.mode.unmounted()
 
     def wake(self) -> None:
         """Any thread: the feed has snapshots waiting (``FeedClient``)."""
@@ -292,7 +267,7 @@ class GputopApp(App[int]):
         if event.key in self.screen.active_bindings:
             return
         display = self.get_key_display(Binding(event.key, ""))
-        words = unbound_words(event.key, display, bound_keys([*self.mode.help_groups(), self.mode.bindings]))
+        words = unbound_words(event.key, display, bound_keys(self.mode.help_groups()))
         footers = self.screen.query(Footer)
         if footers:
             footers.first().say(words)
@@ -307,39 +282,20 @@ class GputopApp(App[int]):
 
 
 def run_dashboard(
+    feed: Feed,
+    *,
     interval_s: float,
-    pid: int | None,
-    readonly: bool,
-    on_snapshot: Callable[[Snapshot], None] | None = None,
-    advisor_config: AdvisorConfig | None = None,
+    focus_pid: int | None = None,
+    readonly: bool = False,
     notice: str | None = None,
-    close: threading.Event | None = None,
     job_id: str | None = None,
-    job_end: Future[Ended] | None = None,
+    close: threading.Event | None = None,
 ) -> int:
-    """Run the live dashboard until the user quits; returns the exit status. ``on_snapshot`` also gets every
-    snapshot, on the sampler's thread (``gputop run``'s recording and report). ``advisor_config`` sets the
-    advisor's window (default 20 s); ``notice`` is a line for the banner. Setting ``close``, from any thread,
-    closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up). ``job_id`` opens that job's view
-    on top (``--job``). ``job_end`` is resolved, from any thread, when the job ``pid`` names ends (``gputop run``):
-    the dashboard says so and keeps the job's last view; cancelled, it says nothing."""
-    # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first snapshot
-    # (SnapshotMaker makes them when first used), where they would compete with Textual's start for the first frame.
-    from gputop.collect import host, training  # noqa: F401
-    from gputop.collect.sampler import Sampler, SnapshotMaker
-
-    source = Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid))
-    if on_snapshot is not None:
-        source.subscribe(on_snapshot)
-    feed = LiveFeed(source, Advisor(pid, advisor_config))
-    if job_end is not None:
-
-        def told(done: Future[Ended]) -> None:
-            if not done.cancelled():
-                feed.end(done.result())
-
-        job_end.add_done_callback(told)
-    app = GputopApp(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, notice=notice, job_id=job_id)
+    """Run the dashboard over ``feed`` until the user quits; returns the exit status. The feed is made by the
+    command that shows it (a live one: gputop/cli/watch.py, gputop/run/watch.py) and stopped here on the way out.
+    ``notice`` is a line for the banner; ``job_id`` opens that job's view on top (``--job``). Setting ``close``,
+    from any thread, closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up)."""
+    app = GputopApp(feed, interval_s=interval_s, focus_pid=focus_pid, readonly=readonly, notice=notice, job_id=job_id)
     ended = threading.Event()
     if close is not None:
 
@@ -357,5 +313,5 @@ def run_dashboard(
         app.run()
     finally:
         ended.set()
-        source.stop()
+        feed.stop()
     return app.return_code or 0

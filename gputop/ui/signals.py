@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputop.collect.procstat import CLOCK_TICKS, read_stat
 from gputop.formatting import fmt_clock
+from gputop.ui.screens.signal_dialog import SignalDialog
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -113,8 +114,6 @@ def confirm_and_signal(
     A PID this namespace does not see (``visible`` false: NVML's host PID in a container) is never offered: the
     process of that number here, if any, is another one.
     """
-    from gputop.ui.screens.signal_dialog import SignalDialog  # the dialog imports this module
-
     if not visible:
         app.notify(elsewhere_words(pid), title="Signal not offered", severity="warning", markup=False)
         return
@@ -132,4 +131,4 @@ def confirm_and_signal(
         finally:
             handle.close()
 
-    app.push_screen(SignalDialog(pid, user, command), decided)
+    app.push_screen(SignalDialog(pid, user, command, SIGNALS), decided)

@@ -9,8 +9,9 @@ its report) would never get past the dashboard. Writes to a terminal that is gon
 from __future__ import annotations
 
 import functools
+import io
 import sys
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from textual.driver import Driver
 
@@ -57,6 +58,6 @@ def driver_class() -> type[Driver] | None:
             if self._file is not None:
                 # Textual types _file as sys.__stderr__ (a TextIOWrapper) yet only hands it to its WriterThread,
                 # which takes any text stream.
-                self._file = _Gone(self._file)  # type: ignore[assignment]
+                self._file = cast("io.TextIOWrapper", _Gone(self._file))
 
     return HangupSafeDriver

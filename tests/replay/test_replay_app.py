@@ -3,9 +3,12 @@ keys that move along the timeline, playback, and the advisor's findings as they 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from pathlib import Path
+
+import pytest
 
 from gputop.advisor.timeline import advise
 from gputop.formatting import fmt_bytes, fmt_percent
@@ -17,6 +20,7 @@ from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
 from gputop.ui.screens.training import TrainingScreen
 from gputop.ui.widgets.advice_panel import AdvicePanel
+from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.timeline_bar import TimelineBar
@@ -399,3 +403,21 @@ async def test_pid_chooses_the_focus_and_the_job_the_advisor_judges(make_replay:
         await findings_ready(pilot, app)
         assert app.focus_pid == training_scenes.JOB_PID + 1
         assert app.advice == () and max(app.feed.findings.marks) == -1  # type: ignore[union-attr]
+
+
+async def test_playback_stops_before_its_dashboard_is_taken_down(
+    make_replay: MakeReplay, job: Job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing the app takes the dashboard down widget by widget; playback, which draws into them, stops first. A
+    widget slow to go (as on a busy machine) leaves time for several ticks at ×16, none of which may draw into
+    the half-removed screen (the error would surface as the app closes)."""
+    path, _ = job
+    app = make_replay(path, speed=16.0)
+
+    async def slow_to_go(self: Footer) -> None:
+        await asyncio.sleep(0.5)
+
+    monkeypatch.setattr(Footer, "on_unmount", slow_to_go, raising=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("space")
+        await settle(pilot, lambda: app.feed.position >= 2, "playback moving on")

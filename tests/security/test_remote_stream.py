@@ -30,10 +30,10 @@ from gputop.remote.link import SshLink
 from gputop.remote.status import FAILED, LIVE, HostEvent, HostStatus, coalesce
 from gputop.remote.stream import BURST_LINES, MAX_LINE_BYTES, LineReader, SnapshotStream
 from gputop.sanitize import printable
+from gputop.ui.feed.inbox import Inbox
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.feed import RemoteFeed
 from gputop.ui.hosts.section import HostSection
-from gputop.ui.inbox import Inbox
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.hosts import section_lines, summary_layout, summary_line
 from tests.factories import settle, wait_until

@@ -114,7 +114,7 @@ def test_the_jobs_log_is_a_new_file_not_one_planted_at_its_name(probe_dir: Path,
         "import os, sys, types\n"
         f"os.symlink({str(victim)!r}, os.path.join({str(probe_dir)!r}, f'run-{{os.getpid()}}.log'))\n"
         "app = types.ModuleType('gputop.ui.app')\n"
-        "app.run_dashboard = lambda **kw: 0\n"
+        "app.run_dashboard = lambda feed, **kw: 0\n"
         "sys.modules['gputop.ui.app'] = app\n"
         "from gputop.cli import main\n"
         "sys.exit(main(sys.argv[1:]))"

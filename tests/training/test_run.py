@@ -201,8 +201,8 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
     preamble = (
         "import types\n"
         "app = types.ModuleType('gputop.ui.app')\n"
-        "app.run_dashboard = lambda **kw: print("
-        "'dashboard', [(k, kw[k]) for k in ('interval_s', 'pid', 'readonly')], sorted(kw), file=sys.stderr) or 0\n"
+        "app.run_dashboard = lambda feed, **kw: print('dashboard', type(feed).__name__, "
+        "[(k, kw[k]) for k in ('interval_s', 'focus_pid', 'readonly')], sorted(kw), file=sys.stderr) or 0\n"
         "sys.modules['gputop.ui.app'] = app"
     )
     job = [*PYTHON, "-c", "print('job output')"]
@@ -211,8 +211,8 @@ def test_the_dashboard_is_focused_on_the_job_whose_output_goes_to_a_log(probe_di
 
     assert code == 0, err
     pid = last_json(out)["pid"]
-    keys = ["advisor_config", "close", "interval_s", "job_end", "notice", "on_snapshot", "pid", "readonly"]
-    assert f"dashboard [('interval_s', 1.0), ('pid', {pid}), ('readonly', False)] {keys}" in err
+    keys = ["close", "focus_pid", "interval_s", "notice", "readonly"]
+    assert f"dashboard LiveFeed [('interval_s', 1.0), ('focus_pid', {pid}), ('readonly', False)] {keys}" in err
     assert "job output" not in out.splitlines()[:-1]
     log = next(line for line in err.splitlines() if "job output was written to" in line).rsplit(" ", 1)[1]
     assert Path(log).read_text() == "job output\n"

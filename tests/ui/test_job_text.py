@@ -10,7 +10,7 @@ import pytest
 from gputop.formatting import NA
 from gputop.jobs import Job, JobRank, find_jobs
 from gputop.model import PROBE_AWAITED, PROBE_NONE, Advice, MainThread, ProbeReport
-from gputop.ui.job_target import job_findings, job_target, straggler_pid
+from gputop.ui.targets.job import job_findings, job_target, straggler_pid
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import (
     COLUMNS,

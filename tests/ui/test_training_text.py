@@ -21,13 +21,13 @@ from gputop.model import (
     Worker,
     frozen_reasons,
 )
+from gputop.ui.targets.training import training_target
 from gputop.ui.text.advice import brief_lines, evidence_value, full_lines
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.loader import loader_config_parts
 from gputop.ui.text.memory import breakdown_lines, cuda_lines
 from gputop.ui.text.parts import flow
 from gputop.ui.text.training import TrainingSparks, panel_lines, summary_lines
-from gputop.ui.training_target import training_target
 from tests.ui import scenes
 from tests.ui.training_scenes import JOB_PID, OTHER_PID, STARVED_ADVICE, fed_job, starved_job, two_jobs
 

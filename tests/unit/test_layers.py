@@ -1,12 +1,13 @@
 """The package's layers, read from every module's imports (docs/architecture.md, "Layout and what may import what"):
 the command line is the top, a run of ``gputop run`` just below it, the probe stands alone, the model is the
-bottom, Textual stays in the dashboard's own modules, and a screen takes only screens from another screen's
-module."""
+bottom, Textual stays in the dashboard's own modules, the dashboard is handed its feed rather than making one, a
+screen takes only screens from another screen's module, and no module imports itself round a circle."""
 
 from __future__ import annotations
 
 import ast
 import functools
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gputop"
 ALL = sorted(PACKAGE.rglob("*.py"))
 PURE_UI = [
     *sorted((PACKAGE / "ui" / "text").rglob("*.py")),
-    PACKAGE / "ui" / "feed.py",
+    *sorted((PACKAGE / "ui" / "feed").rglob("*.py")),
+    *sorted((PACKAGE / "ui" / "targets").rglob("*.py")),
     PACKAGE / "ui" / "replay" / "__init__.py",
     PACKAGE / "ui" / "replay" / "source.py",
     PACKAGE / "ui" / "replay" / "cache.py",
@@ -197,3 +199,97 @@ def test_a_screen_takes_only_screens_from_another_screens_module(path: Path) -> 
         if within(module, "gputop.ui.screens") and module != module_name(path) and name is not None
     ]
     assert all(name.endswith("Screen") for name in taken), f"{rel(path)} imports {taken}"
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "ui").rglob("*.py")), ids=rel)
+def test_the_dashboard_is_handed_its_feed_and_never_starts_the_sampler(path: Path) -> None:
+    """The command that opens the dashboard makes its feed (``gputop``: cli/watch.py, ``gputop run``: run/watch.py);
+    the dashboard shows whatever feed it is given."""
+    wrong = sorted(n for n in modules_imported(path) if within(n, "gputop.collect.sampler"))
+    assert not wrong, f"{rel(path)} imports {wrong}"
+
+
+def test_the_dashboards_package_holds_at_most_ten_modules_at_its_top() -> None:
+    """What belongs together lives in a subpackage (feed/, targets/, screens/, widgets/, text/, replay/, hosts/)."""
+    assert len(list((PACKAGE / "ui").glob("*.py"))) <= 10
+
+
+MODULES = {module_name(path) for path in ALL}
+TYPE_ONLY_CIRCLES = {
+    # The screens' typed accessor names the app, which imports its first screen.
+    ("gputop.ui.in_app", "gputop.ui.app"),
+    # A screen names the view or player that makes it and that it calls back.
+    ("gputop.ui.hosts.screens", "gputop.ui.hosts.app"),
+    ("gputop.ui.replay.screen", "gputop.ui.replay.player"),
+}
+"""The imports ``if TYPE_CHECKING:`` that close a circle, each justified in docs/architecture.md: the type checker
+reads them, Python never runs them."""
+
+
+def type_checking_imports(path: Path) -> list[tuple[str, str | None]]:
+    """The imports of ``path`` inside ``if TYPE_CHECKING:`` blocks, as ``imports`` gives them."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in (n for statement in node.body for n in ast.walk(statement)):
+                if isinstance(inner, ast.Import):
+                    found.extend((alias.name, None) for alias in inner.names)
+                elif isinstance(inner, ast.ImportFrom) and not inner.level:
+                    found.extend((inner.module or "", alias.name) for alias in inner.names)
+    return found
+
+
+def gputop_module(module: str, name: str | None) -> str | None:
+    """The gputop module an import names: ``from a import b`` is module ``a.b`` where there is one, else ``a``."""
+    if name is not None and f"{module}.{name}" in MODULES:
+        return f"{module}.{name}"
+    return module if module in MODULES else None
+
+
+def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Every gputop module's imports of other gputop modules: those Python runs (at the top or inside a function),
+    and those for the type checker only."""
+    loaded: dict[str, set[str]] = {}
+    typed: dict[str, set[str]] = {}
+    for path in ALL:
+        module = module_name(path)
+        only_typed = Counter(type_checking_imports(path))
+        run = Counter(imports(path)) - only_typed
+        loaded[module] = {t for m, n in run for t in [gputop_module(m, n)] if t is not None and t != module}
+        typed[module] = {t for m, n in only_typed for t in [gputop_module(m, n)] if t is not None and t != module}
+    return loaded, typed
+
+
+def reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules that import themselves through others, one list per circle (the modules that reach each other)."""
+    reach = {module: reached(graph, module) for module in graph}
+    found = {frozenset(n for n in reach[m] if m in reach[n]) for m in graph if m in reach[m]}
+    return sorted(sorted(circle) for circle in found)
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """Counting every import Python runs, at a module's top or inside a function: an import inside a function that
+    closes a circle only hides it."""
+    loaded, _ = import_graph()
+    assert circles(loaded) == []
+
+
+def test_the_only_circles_are_the_type_only_imports_listed() -> None:
+    loaded, typed = import_graph()
+    everything = {m: loaded[m] | typed[m] for m in loaded}
+    for importer, imported in TYPE_ONLY_CIRCLES:
+        assert imported in typed[importer] and imported not in loaded[importer], (importer, imported)
+        assert importer in reached(everything, imported), f"{importer} -> {imported} closes no circle any more"
+    without = {m: {t for t in targets if (m, t) not in TYPE_ONLY_CIRCLES} for m, targets in everything.items()}
+    assert circles(without) == []

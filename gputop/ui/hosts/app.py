@@ -11,30 +11,28 @@ existing dashboard, detail and training screens read them as usual.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
-from textual.binding import BindingType
 from textual.screen import Screen
 
 from gputop.model import Advice, Snapshot
 from gputop.remote.hostspec import LOCAL, HostSpec
 from gputop.remote.options import HostsRequest
 from gputop.remote.status import HostEvent, coalesce
-from gputop.ui.app import GputopApp, dashboard_help_groups
+from gputop.ui.app import GputopApp, Mode, dashboard_help_groups
 from gputop.ui.feed import FeedClient
+from gputop.ui.feed.inbox import Inbox
 from gputop.ui.history import History
 from gputop.ui.hosts.feed import HostsSource, RemoteFeed
 from gputop.ui.hosts.screens import HostDashboardScreen, HostsScreen
 from gputop.ui.hosts.section import HostShown
-from gputop.ui.inbox import Inbox
 from gputop.ui.keys import HelpGroup
 
 
-class HostsView:
+class HostsView(Mode):
     """Every host on one screen; ⏎ opens one host's full dashboard, Esc comes back. Signals are for the local host
     only (and not with ``--readonly``). The app's ``Feed`` (the open host's, passed on) and its ``Mode``."""
 
-    bindings: Sequence[BindingType] = ()
     interval_fixed = True
     """Every remote gputop streams at the interval it was started with, so the view's interval is fixed."""
 
@@ -118,24 +116,12 @@ class HostsView:
 
     # -- Mode -------------------------------------------------------------------------------------------------
 
-    def attach(self, app: GputopApp) -> None:
-        self.app = app
-
     def main_screen(self) -> Screen[None]:
         return HostsScreen(self)
 
-    def mounted(self) -> None:
-        pass
-
-    def unmounted(self) -> None:
-        pass
-
     def toggle_pause(self) -> None:
-        app = self.app
-        app.paused = not app.paused
-        if not app.paused:
-            if self.latest is not None:
-                app.show()
+        super().toggle_pause()
+        if not self.app.paused:
             self.hosts_changed()
 
     def help_groups(self) -> list[HelpGroup]:

@@ -21,14 +21,13 @@ from gputop.formatting import fmt_age, fmt_clock
 from gputop.model import Snapshot
 from gputop.remote.status import DOWN_STATES, LIVE, STALE
 from gputop.ui.hosts.section import HostChosen, HostJobs, HostSection, HostShown, HostSummary
+from gputop.ui.in_app import InGputopApp
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.text.hosts import PROCESS_ROWS, down_note
-from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar, StatusView
 
 if TYPE_CHECKING:
-    from gputop.ui.app import GputopApp
     from gputop.ui.hosts.app import HostsView
 
 TALL_PROCESS_ROWS = 5
@@ -37,7 +36,7 @@ TICK_S = 1.0
 """How often the ages and countdowns on screen move on."""
 
 
-class HostsScreen(Screen[None]):
+class HostsScreen(InGputopApp, Screen[None]):
     """All hosts. ↑/↓ select, ⏎ (or a click) opens the selected host's dashboard."""
 
     DEFAULT_CSS = """
@@ -64,10 +63,6 @@ class HostsScreen(Screen[None]):
     def __init__(self, view: HostsView) -> None:
         super().__init__()
         self.view = view
-
-    @property
-    def gputop(self) -> GputopApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -156,37 +151,28 @@ class HostDashboardScreen(DashboardScreen):
         self.host_name = host_name
 
     def on_mount(self) -> None:
-        self._unlisten = self.view.listen(self._show_host)
-        self.set_interval(TICK_S, self._show_host)
+        self._unlisten = self.view.listen(self.show_banner)
+        self.set_interval(TICK_S, self.show_banner)
 
     def on_unmount(self) -> None:
         self._unlisten()
 
-    def _show_snapshot(self, snap: Snapshot | None) -> None:
-        super()._show_snapshot(snap)
-        self._show_host()
+    def banner_messages(self, snap: Snapshot) -> tuple[str, ...]:
+        """The host's state first while it is not live."""
+        return (*self._host_note(), *super().banner_messages(snap))
 
-    def _show_host(self) -> None:
-        """Put the host's state first in the banner while it is not live."""
-        app = self.gputop
+    def _host_note(self) -> tuple[str, ...]:
         feed = self.view.feeds[self.host_name]
         now = self.view.clock()
         state = feed.status.shown_state(now)
-        note: tuple[str, ...] = ()
         last = feed.status.last_snapshot_at
         age = "" if last is None else fmt_age(now - last)
         if state == STALE:
-            note = (f"{self.host_name} is stale: no update for {age}; showing its last snapshot",)
-        elif state != LIVE:
+            return (f"{self.host_name} is stale: no update for {age}; showing its last snapshot",)
+        if state != LIVE:
             shown = f"; showing its last snapshot, {age} old" if age else ""
-            note = (f"{self.host_name} is {state}: {down_note(feed.status, now)}{shown}",)
-        snap = app.snapshot
-        extra = app.notices  # the app's own banner lines, where it has any
-        messages = (*note, *extra, *(screen_messages(snap, None) if snap is not None else ()))
-        banner = self.query_one(Banner)
-        if banner.messages != messages:
-            banner.messages = messages
-            self._fit()
+            return (f"{self.host_name} is {state}: {down_note(feed.status, now)}{shown}",)
+        return ()
 
     def action_back(self) -> None:
         field = self.query_one("#filter", Input)

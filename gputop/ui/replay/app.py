@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from textual.binding import BindingType
+
 from gputop.store import RecordingError, open_recording
 from gputop.ui.app import GputopApp
-from gputop.ui.replay.player import ReplayPlayer
+from gputop.ui.replay.player import BINDINGS, ReplayPlayer
 from gputop.ui.replay.source import ReplayError, ReplaySource
 from gputop.ui.replay.time import resolve_time
 
 
-def replay_app(player: ReplayPlayer, pid: int | None = None, user: str | None = None) -> GputopApp:
+class ReplayApp(GputopApp):
+    """The dashboard app with the replay's keys app-wide: Textual merges them over ``GputopApp.BINDINGS``, a key
+    of both (``p``) taking the replay's."""
+
+    BINDINGS: ClassVar[list[BindingType]] = BINDINGS
+
+
+def replay_app(player: ReplayPlayer, pid: int | None = None, user: str | None = None) -> ReplayApp:
     """The dashboard app over ``player``'s recording, following ``pid`` (else the process the recording
     followed); read-only, since nothing on screen is a live process."""
-    return GputopApp(
+    return ReplayApp(
         player, player, interval_s=player.interval_s, focus_pid=player.focus_pid(pid), readonly=True, user=user
     )
 

@@ -13,7 +13,6 @@ import bisect
 import math
 import statistics
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from textual.binding import Binding, BindingType
@@ -25,7 +24,7 @@ from gputop.advisor.window import AdvisorConfig
 from gputop.formatting import counted, fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import RecordingError
-from gputop.ui.app import GputopApp, dashboard_help_groups
+from gputop.ui.app import GputopApp, Mode, dashboard_help_groups
 from gputop.ui.feed import FeedClient
 from gputop.ui.history import HISTORY_S, History
 from gputop.ui.keys import HelpGroup
@@ -88,16 +87,16 @@ BINDINGS: list[BindingType] = [
         "dollar_sign,ctrl+end", "mode('bounds', 1)", "End", show=False, key_display="$", tooltip="The end; Ctrl+End too"
     ),
 ]
-"""The replay's keys, app-wide: ``space`` and ``p`` play and pause instead of freezing the display."""
+"""The replay's keys, app-wide (``ReplayApp``'s): ``space`` and ``p`` play and pause instead of freezing the
+display."""
 
 
-class ReplayPlayer:
+class ReplayPlayer(Mode):
     """The dashboard over a ``ReplaySource`` (``Feed`` and ``Mode`` both): read-only, its findings from the whole
     recording, with a timeline. ``ReplayError`` when the recording has nothing to show."""
 
     signals_allowed = False  # nothing on screen is a live process
     interval_fixed = True  # a recording's interval is its own
-    bindings: Sequence[BindingType] = BINDINGS
 
     def __init__(
         self,
@@ -182,7 +181,7 @@ class ReplayPlayer:
     # -- Mode -------------------------------------------------------------------------------------------------
 
     def attach(self, app: GputopApp) -> None:
-        self.app = app
+        super().attach(app)
         app.status_label = f"REPLAY {Path(self.source.recording.info.path).name}"
         app.notices = tuple(recording_notices(self.source))
         app.set_reactive(GputopApp.paused, not self.play)
@@ -193,17 +192,15 @@ class ReplayPlayer:
 
     def help_groups(self) -> list[HelpGroup]:
         """The replay's keys first, then the dashboard's that still apply."""
-        return [self.bindings, ReplayDashboardScreen.BINDINGS, *dashboard_help_groups()]
+        return [BINDINGS, ReplayDashboardScreen.BINDINGS, *dashboard_help_groups()]
 
     def mounted(self) -> None:
-        app = self.app
-        # Run for the dashboard screen, which hands its end back to ``findings_changed``.
-        self.dashboard.run_worker(self._compute_findings, name="findings", thread=True, exit_on_error=False)
-        self._progress_timer = app.set_interval(PROGRESS_EVERY_S, self._show_progress)
-        app.call_later(self._restart_clock)
-
-    def unmounted(self) -> None:
-        pass
+        # The worker and the timers are the dashboard screen's: they draw into it, and end with it, before its
+        # widgets are taken down. The screen hands the worker's end back to ``findings_changed``.
+        dashboard = self.dashboard
+        dashboard.run_worker(self._compute_findings, name="findings", thread=True, exit_on_error=False)
+        self._progress_timer = dashboard.set_interval(PROGRESS_EVERY_S, self._show_progress)
+        self.app.call_later(self._restart_clock)
 
     def toggle_pause(self) -> None:
         app = self.app
@@ -324,7 +321,7 @@ class ReplayPlayer:
         due = self._anchor_wall + (times[at + 1] - self._anchor_time) / self.speed
         if times[at + 1] - times[at] > self.big_gap_s:
             due = min(due, self._shown_wall + GAP_WAIT_S)
-        self._timer = app.set_timer(max(FRAME_S, due - time.monotonic()), self._tick)
+        self._timer = self.dashboard.set_timer(max(FRAME_S, due - time.monotonic()), self._tick)
 
     def _tick(self) -> None:
         self._timer = None

@@ -4,7 +4,7 @@ process table with its view options."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from gputop.model import Snapshot
+from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import (
     COLUMNS,
     ProcessRow,
@@ -25,8 +26,8 @@ from gputop.ui.process_rows import (
     flat_rows,
     focus_gpus,
 )
+from gputop.ui.targets.training import training_target
 from gputop.ui.text.training import gpu_totals
-from gputop.ui.training_target import training_target
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.banner import Banner, screen_messages
 from gputop.ui.widgets.footer import Footer
@@ -36,9 +37,6 @@ from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
 from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
-
-if TYPE_CHECKING:
-    from gputop.ui.app import GputopApp
 
 TABLE_MIN_LINES = 8
 """The process table keeps at least its title, header and six rows; the GPU panel gets the rest."""
@@ -63,7 +61,7 @@ def options_summary(options: ViewOptions, shown: int) -> str:
     return " " + " · ".join(parts) + " "
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(InGputopApp, Screen[None]):
     """Shows ``app.snapshot``; every key here changes only how the table is viewed, never the sampling."""
 
     # htop's keys (and nvitop's, which follows htop) do here what they do there where gputop has the same thing:
@@ -132,10 +130,6 @@ class DashboardScreen(Screen[None]):
     _flat: tuple[Snapshot | None, list[ProcessRow]] = (None, [])
     """The snapshot's flat rows before filtering and sorting (``flat_rows``)."""
 
-    @property
-    def gputop(self) -> GputopApp:
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Banner()
@@ -174,10 +168,7 @@ class DashboardScreen(Screen[None]):
         if snap is None:
             return
         app = self.gputop
-        if app.final is None:
-            self.query_one(Banner).messages = (*app.notices, *screen_messages(snap, app.focus_pid))
-        else:  # the job's end first; what its last snapshot said of it then is history
-            self.query_one(Banner).messages = (app.final.message, *app.notices, *screen_messages(snap, None))
+        self.query_one(Banner).messages = self.banner_messages(snap)
         gpus = snap.gpus if app.focus_pid is None else focus_gpus(snap, app.focus_pid)
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
@@ -189,6 +180,27 @@ class DashboardScreen(Screen[None]):
         self._show_processes()
         self._show_training()
         self._fit()
+
+    def banner_messages(self, snap: Snapshot) -> tuple[str, ...]:
+        """The banner's lines over ``snap``: the app's notices and what the snapshot calls for, after the job's end
+        once it has ended. A screen built on this one may put lines of its own first (the multi-host view's, the
+        state of a host that is not live) and call ``show_banner`` when they change between snapshots."""
+        app = self.gputop
+        if app.final is None:
+            return (*app.notices, *screen_messages(snap, app.focus_pid))
+        # The job's end first; what its last snapshot said of it then is history.
+        return (app.final.message, *app.notices, *screen_messages(snap, None))
+
+    def show_banner(self) -> None:
+        """Show ``banner_messages`` of the snapshot on screen again, and fit the panels to it where it changed."""
+        snap = self.gputop.snapshot
+        if snap is None:
+            return
+        messages = self.banner_messages(snap)
+        banner = self.query_one(Banner)
+        if banner.messages != messages:
+            banner.messages = messages
+            self._fit()
 
     def _show_training(self) -> None:
         """The training panel for ``training_target``, and the findings; both absent when there is nothing."""
@@ -296,8 +308,8 @@ class DashboardScreen(Screen[None]):
     def action_job(self) -> None:
         # The job view, the job search and the signal dialog are imported when first used, not for the first frame.
         from gputop.jobs import find_jobs
-        from gputop.ui.job_target import job_target
         from gputop.ui.screens.job import JobScreen
+        from gputop.ui.targets.job import job_target
 
         snap = self.gputop.snapshot
         selected = self.query_one(ProcessTable).selected

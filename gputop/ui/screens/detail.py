@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -13,18 +12,16 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
 
-from gputop.formatting import NA, counted, fmt_bytes, fmt_duration, fmt_percent
+from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_percent
 from gputop.model import HostProcess, Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
+from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
 from gputop.ui.signals import confirm_and_signal
 from gputop.ui.text.gpu import Palette
 from gputop.ui.widgets.drawing import CachedComponentStyles
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
-
-if TYPE_CHECKING:
-    from gputop.ui.app import GputopApp
 
 LABEL_CELLS = 12
 VALUE_CELLS = 26
@@ -62,7 +59,7 @@ def detail_lines(
     if host.start_time is None:
         started.append(NA, style=p.dim)
     else:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(host.start_time))
+        stamp = fmt_clock(host.start_time, with_date=True)
         started.append(f"{stamp}  ({fmt_duration(snap.time - host.start_time)} ago)")
     command = Text("Command  ", style=p.label)
     command.append(host.command or f"({host.unavailable.get('command', NA)})")
@@ -128,7 +125,7 @@ def _container_line(host: HostProcess, p: Palette) -> Text:
     return line
 
 
-class ProcessDetail(CachedComponentStyles, Widget):
+class ProcessDetail(CachedComponentStyles, InGputopApp, Widget):
     """Draws ``detail_lines`` for the app's current snapshot."""
 
     DEFAULT_CSS = """
@@ -144,7 +141,7 @@ class ProcessDetail(CachedComponentStyles, Widget):
         self.pid = pid
 
     def render(self) -> RenderableType:
-        app: GputopApp = self.app  # type: ignore[assignment]
+        app = self.gputop
         if app.snapshot is None:
             return ""
         history = app.history.processes.get(self.pid)
@@ -157,7 +154,7 @@ class ProcessDetail(CachedComponentStyles, Widget):
         return Group(*detail_lines(app.snapshot, self.pid, history, self.content_size.width, palette))
 
 
-class ProcessDetailScreen(Screen[None]):
+class ProcessDetailScreen(InGputopApp, Screen[None]):
     """Follows one PID; Esc goes back to the overview with its cursor where it was."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -182,22 +179,22 @@ class ProcessDetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        app: GputopApp = self.app  # type: ignore[assignment]
+        app = self.gputop
         self.watch(app, "snapshot", self._refresh_detail)
         self.watch(app, "paused", self._refresh_detail)
         self.watch(app, "interval_s", self._refresh_detail)
         self.watch(app, "final", self._refresh_detail, init=False)
 
     def _refresh_detail(self) -> None:
-        app: GputopApp = self.app  # type: ignore[assignment]
+        app = self.gputop
         self.query_one(StatusBar).show(app.snapshot, app.interval_s, app.paused, app.focus_pid)
         self.query_one(ProcessDetail).refresh(layout=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (action == "signal" and getattr(self.app, "readonly", False))
+        return not (action == "signal" and self.gputop.readonly)
 
     def action_signal(self) -> None:
-        app: GputopApp = self.app  # type: ignore[assignment]
+        app = self.gputop
         snap = app.snapshot
         host = snap.host_process(self.pid) if snap is not None else None
         if host is not None and not app.readonly:

@@ -3,7 +3,7 @@ apart (step rate, data wait, the wait for the other ranks, GPU, workers), the st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,9 +14,10 @@ from textual.widgets.data_table import RowKey
 
 from gputop.jobs import find_jobs
 from gputop.model import Advice, Snapshot
-from gputop.ui.job_target import job_findings, straggler_pid
+from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import Column
 from gputop.ui.screens.training import TrainingScreen
+from gputop.ui.targets.job import job_findings, straggler_pid
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import CELL_PADDING, job_columns, job_title, probe_hint, rank_cells, rank_rows
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
@@ -24,16 +25,13 @@ from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.titles import set_border_title
 
-if TYPE_CHECKING:
-    from gputop.ui.app import GputopApp
-
 TALL_MIN_HEIGHT = 40
 """From this many lines the findings are shown in full when they take at most half the screen."""
 BRIEF_LINES = 3
 SCROLLBAR_CELLS = 1
 
 
-class JobScreen(Screen[None]):
+class JobScreen(InGputopApp, Screen[None]):
     """Follows one job by its id (``gputop.jobs``); Esc (or ``j`` again) goes back to the overview."""
 
     DEFAULT_CSS = """
@@ -72,10 +70,6 @@ class JobScreen(Screen[None]):
         """Whether the job was ever in a snapshot: what tells "gone" from "not there yet"."""
         self._shape: tuple[tuple[Column, ...], tuple[int, ...]] = ((), ())
         self._cells: dict[int, tuple[object, ...]] = {}
-
-    @property
-    def gputop(self) -> GputopApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield StatusBar()

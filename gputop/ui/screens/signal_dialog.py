@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -14,7 +15,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from gputop.formatting import NA
-from gputop.ui.signals import SIGNALS
 
 WHAT_EACH_DOES = (
     "SIGINT is Ctrl+C: a training loop can catch it and stop cleanly.  SIGTERM asks the process to exit.  "
@@ -23,7 +23,10 @@ WHAT_EACH_DOES = (
 
 
 class SignalDialog(ModalScreen[signal.Signals | None]):
-    """Returns the chosen signal, or None when cancelled. Cancel has the focus, so Enter alone sends nothing."""
+    """Returns the chosen signal, or None when cancelled. Cancel has the focus, so Enter alone sends nothing.
+
+    ``signals`` are the ones it may return, by name (``gputop.ui.signals.SIGNALS``, handed in by the caller that
+    sends them): its keys and buttons name SIGINT, SIGTERM and SIGKILL, and a name not among them returns None."""
 
     DEFAULT_CSS = """
     SignalDialog { align: center middle; }
@@ -47,11 +50,14 @@ class SignalDialog(ModalScreen[signal.Signals | None]):
         Binding("K", "send('SIGKILL')", "SIGKILL"),
     ]
 
-    def __init__(self, pid: int, user: str | None, command: str | None) -> None:
+    def __init__(
+        self, pid: int, user: str | None, command: str | None, signals: Sequence[tuple[str, signal.Signals]]
+    ) -> None:
         super().__init__()
         self.pid = pid
         self.user = user
         self.command = command
+        self.signals = dict(signals)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -78,7 +84,7 @@ class SignalDialog(ModalScreen[signal.Signals | None]):
             self.action_send(event.button.id or "")
 
     def action_send(self, name: str) -> None:
-        self.dismiss(dict(SIGNALS).get(name))
+        self.dismiss(self.signals.get(name))
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

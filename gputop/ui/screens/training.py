@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,14 +11,12 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from gputop.model import Advice, Snapshot, TrainingView, job_views
+from gputop.ui.in_app import InGputopApp
 from gputop.ui.text.training import gpu_totals
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
 from gputop.ui.widgets.footer import Footer
 from gputop.ui.widgets.status_bar import StatusBar
 from gputop.ui.widgets.training_panel import TrainingPanel, TrainingShown
-
-if TYPE_CHECKING:
-    from gputop.ui.app import GputopApp
 
 SIDE_BY_SIDE_MIN = 150
 """From this width the findings stand beside the panel instead of below it."""
@@ -31,7 +29,7 @@ def job_advice(advice: tuple[Advice, ...], snap: Snapshot, view: TrainingView) -
     return tuple(a for a in advice if pids.intersection(a.concerns))
 
 
-class TrainingScreen(Screen[None]):
+class TrainingScreen(InGputopApp, Screen[None]):
     """Follows one training process; Esc (or ``l`` again) goes back to the overview."""
 
     DEFAULT_CSS = """
@@ -50,10 +48,6 @@ class TrainingScreen(Screen[None]):
         self.pid = pid
         self._arranged = (False, False)
         """Whether there are findings, and whether they stand beside the panel: what the ``a`` key depends on."""
-
-    @property
-    def gputop(self) -> GputopApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield StatusBar()

@@ -6,13 +6,12 @@ Severity is a word as well as a colour (``CRIT``, ``WARN``, ``INFO``), so it rea
 from __future__ import annotations
 
 import textwrap
-import time
 from collections.abc import Sequence
 
 from rich.style import Style
 from rich.text import Text
 
-from gputop.formatting import NA, fmt_bytes
+from gputop.formatting import NA, fmt_bytes, fmt_clock
 from gputop.model import CRITICAL, WARNING, Advice
 from gputop.ui.text.gpu import Palette
 
@@ -126,7 +125,7 @@ def full_lines(advice: Sequence[Advice], width: int, p: Palette) -> list[Text]:
         evidence = " · ".join(f"{name} {evidence_value(name, value)}" for name, value in item.evidence.items())
         if evidence:
             lines += _wrapped(evidence, width, p.dim, first="evidence: ")
-        since = time.strftime("%H:%M:%S", time.localtime(item.since))
+        since = fmt_clock(item.since)
         origin = _wrapped(f"{item.id} · {who(item)} · from {item.source} · since {since}", width, "")
         for line in origin:
             line.stylize(p.dim)

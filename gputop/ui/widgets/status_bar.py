@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -11,7 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gputop.formatting import NA
+from gputop.formatting import NA, fmt_clock
 from gputop.model import Snapshot
 from gputop.ui.history import HISTORY_S
 from gputop.ui.widgets.drawing import TextLines
@@ -57,7 +56,7 @@ class StatusBar(TextLines, Widget):
         self.view = StatusView(
             hostname=snap.host.hostname,
             driver=driver_text(snap),
-            clock=time.strftime("%H:%M:%S", time.localtime(snap.time)),
+            clock=fmt_clock(snap.time),
             interval_s=interval_s,
             paused=paused,
             focus_pid=focus_pid,
