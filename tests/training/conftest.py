@@ -57,10 +57,11 @@ def run_in_terminal(argv: list[str], env: dict[str, str], keys: list[tuple[bytes
     if pid == 0:
         os.execve(argv[0], argv, env)
     output = b""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + DEADLINE_S
     for wait_for, key in keys:
         while wait_for not in output and time.monotonic() < deadline:
             output += os.read(terminal, 1024)
+        deadline = time.monotonic() + DEADLINE_S  # each step has the whole deadline, however slow the last one
         time.sleep(0.3)  # the key must come after the process that prints wait_for waits for it
         os.write(terminal, key)
     while time.monotonic() < deadline:
