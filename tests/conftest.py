@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -34,16 +35,29 @@ def _no_process_in_a_pure_test(event: str, args: tuple[object, ...]) -> None:
 sys.addaudithook(_no_process_in_a_pure_test)  # for the whole run (a hook cannot be removed); only pure tests fail it
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    """A test marked fast that starts a process, the fake driver's compiler included, fails: ``-m fast`` runs where
-    no compiler, tmux or ssh is installed."""
+@contextlib.contextmanager
+def _pure(item: pytest.Item) -> Iterator[None]:
     global _pure_test_running
     _pure_test_running = item.get_closest_marker(FAST) is not None
     try:
-        return (yield)
+        yield
     finally:
         _pure_test_running = False
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> object:
+    """A test marked fast that starts a process, the fake driver's compiler included, fails: ``-m fast`` runs where
+    no compiler, tmux or ssh is installed. Its setup (the fixtures it asks for) and its call are watched; not the
+    teardown, where the last test of a session also ends the session's fixtures (the second user deleted)."""
+    with _pure(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    with _pure(item):
+        return (yield)
 
 
 settings.register_profile(FAST, max_examples=10)
