@@ -251,6 +251,9 @@ class Gpu:
     nvlink_tx_bytes_per_s: int | None = None
     nvlink_rx_bytes_per_s: int | None = None
     """GPM: NVLink traffic over all links, written (TX) and read (RX)."""
+    energy_j: float | None = None
+    """NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta and newer): joules since the
+    driver was loaded. A counter, not a reading: energy over an interval is the difference of two of them."""
 
     @property
     def memory_used_fraction(self) -> float | None:
@@ -565,6 +568,9 @@ class LoaderView:
     pass_start_s: float | None = None
     pass_start_wait_share: float | None = None
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    created_at: str | None = None
+    """Where the job's code built this DataLoader: ``train.py:41`` (the file as the job names it, its line), so
+    that advice can name the line to change."""
 
     @property
     def overridden(self) -> tuple[str, ...]:
@@ -668,6 +674,96 @@ class TensorMemory:
         return int(index) if kind == "cuda" and index.isascii() and index.isdigit() and len(index) <= 2 else None
 
 
+Phase = Literal["data", "h2d", "forward", "backward", "optimizer", "collective", "other"]
+"""The parts of a training step the probe times: waiting for the next batch (``data``), host-to-device copies
+(``h2d``), the forward and backward passes, the optimizer step, waits in ``torch.distributed`` collectives
+(``collective``), and the rest (``other``: the job's own code between them)."""
+PHASES: tuple[Phase, ...] = get_args(Phase)
+StepBoundary = Literal["DataLoader", "optimizer step"]
+"""How the probe finds a step: the request for the next DataLoader batch, or (a loop without a DataLoader) the end
+of an optimizer step."""
+StepClock = Literal["host", "cuda"]
+"""Which clock timed the phases: the host's, or the GPU's through CUDA events."""
+FlopsSource = Literal["counted", "estimate"]
+"""Where ``flops_per_step`` comes from: torch's FLOP counter over one live step, or ``gputop estimate``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSite:
+    """One place in the job's code where the host waited for the GPU: ``site`` is ``train.py:57``, ``call`` what
+    waited (``item``, ``cpu``, ``nonzero``, ``synchronize``, ...), ``per_step`` how often a step, on average."""
+
+    site: str
+    call: str
+    per_step: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepAnatomy:
+    """Where a training step's time goes, measured by the probe inside the job over its last ``window_s``.
+
+    ``phases_s`` holds the mean seconds a step spends in each phase, in ``PHASES`` order (phases never seen are
+    left out); they add up to the mean step. ``step_s`` and ``step_p95_s`` are the median and 95th percentile of
+    the window's steps; ``warmup_step_s`` the median of the job's first steps, which the window leaves out;
+    ``drift`` the window's median over the first steady window's (1.0: no change). Syncs are counted on
+    ``sync_sampled_steps`` sampled steps. ``unavailable`` names why a None field is None (``syncs``: no CUDA).
+    """
+
+    boundary: StepBoundary
+    clock: StepClock
+    steps: int = 0
+    window_s: float | None = None
+    window_steps: int = 0
+    step_s: float | None = None
+    step_p95_s: float | None = None
+    warmup_step_s: float | None = None
+    drift: float | None = None
+    steps_per_s: float | None = None
+    samples_per_s: float | None = None
+    phases_s: tuple[tuple[Phase, float], ...] = ()
+    h2d_bytes_per_step: int | None = None
+    h2d_pageable_share: float | None = None
+    """The share of the bytes copied to the GPU whose source was pageable (not pinned) memory."""
+    h2d_blocking_share: float | None = None
+    """The share of those copies made without ``non_blocking=True``."""
+    syncs_per_step: float | None = None
+    sync_sites: tuple[SyncSite, ...] = ()
+    sync_sampled_steps: int = 0
+    flops_per_step: float | None = None
+    flops_source: FlopsSource | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    def phase_s(self, phase: Phase) -> float | None:
+        """The mean seconds a step spends in ``phase``; None when the probe did not see it."""
+        for name, seconds in self.phases_s:
+            if name == phase:
+                return seconds
+        return None
+
+    @property
+    def phase_total_s(self) -> float:
+        return sum(seconds for _, seconds in self.phases_s)
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """What the monitor adds to a job's step anatomy from outside it: energy from NVML's energy counter over the
+    GPUs the process uses, and achieved FLOP/s and MFU against the GPU model's peak for the precision in use.
+
+    ``peak_source`` names the datasheet the peak comes from. ``unavailable`` names why a None field is None (an
+    unknown GPU model, no energy counter, a GPU shared with another job)."""
+
+    energy_per_step_j: float | None = None
+    energy_per_sample_j: float | None = None
+    power_w: float | None = None
+    achieved_tflops: float | None = None
+    peak_tflops: float | None = None
+    peak_source: str | None = None
+    precision: str | None = None
+    mfu: float | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeReport:
     """What the in-process probe last reported, or why there is nothing to trust.
@@ -705,6 +801,8 @@ class ProbeReport:
     """How long ago the probe last counted ``tensors`` (at most every few seconds, right after a step)."""
     launch: Launch | None = None
     """The launcher's variables as the process itself sees them."""
+    step: StepAnatomy | None = None
+    """Where the job's steps spend their time; None before the probe has timed a step."""
 
     @property
     def ok(self) -> bool:
@@ -773,6 +871,8 @@ class TrainingView:
     evidence: tuple[Evidence, ...] = ()
     """Why this is a training process; empty for a GPU process that shows none (the advisor then gives it only
     GPU-level findings)."""
+    cost: StepCost | None = None
+    """Energy per step and MFU, where the probe reports step times."""
 
     @property
     def trains(self) -> bool:

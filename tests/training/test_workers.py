@@ -34,7 +34,9 @@ def test_fork_workers_are_the_training_processes_children(start_job, monitor):
 def test_spawn_workers_are_found_and_named_by_their_start_method(start_job, monitor):
     job = start_job("train.py", *SLOW_LOOP, "--start-method", "spawn")
 
-    view = view_when(monitor(job.pid), job.pid, two_workers)
+    # A spawned worker is a fresh interpreter: it takes torch's name for a worker only once it has imported torch,
+    # which on a busy machine is well after gputop has found it.
+    view = view_when(monitor(job.pid), job.pid, lambda v: two_workers(v) and len(real_workers(job.pid)) == 2)
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
     assert view.worker_start_method == "spawn"
