@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
@@ -261,3 +262,12 @@ def test_once_says_why_a_cpu_jobs_mfu_and_energy_are_unknown() -> None:
 def test_a_step_line_is_only_for_a_process_whose_steps_are_timed() -> None:
     assert step_words(starved_job().training[0]) == ""
     assert step_anatomy(0.1, 0.5, ()).phases_s == (("data", 0.05),)
+
+
+def test_only_the_letter_of_a_legend_entry_is_in_reverse_video() -> None:
+    summary = summary_lines(stepped(), NO_SPARKS, 156, P)[1]
+    start = summary.plain.index("F 17.5")
+
+    console = Console()
+    assert summary.get_style_at_offset(console, start).reverse
+    assert not summary.get_style_at_offset(console, start + 2).reverse

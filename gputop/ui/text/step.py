@@ -118,7 +118,7 @@ def legend(step: StepAnatomy, styles: PhaseStyles, words: bool = False) -> list[
     parts = []
     for phase, seconds in step.phases_s:
         name = PHASE_NAMES[phase]
-        part = Text(name.letter, style=letter_style(phase, styles))
+        part = Text().append(name.letter, style=letter_style(phase, styles))
         part.append(f" {name.short} {fmt_ms(seconds)}" if words else f" {fmt_ms(seconds)}")
         parts.append(part)
     return parts
@@ -259,7 +259,9 @@ def _phase_parts(step: StepAnatomy, styles: PhaseStyles, p: Palette) -> list[Tex
     parts = []
     for phase, seconds in step.phases_s:
         name = PHASE_NAMES[phase]
-        part = Text(name.letter, style=letter_style(phase, styles)).append(f" {name.full} {fmt_ms(seconds)} ms")
+        part = (
+            Text().append(name.letter, style=letter_style(phase, styles)).append(f" {name.full} {fmt_ms(seconds)} ms")
+        )
         if total > 0:
             part.append(f" {fmt_percent(seconds / total * 100)}", style=p.dim)
         parts.append(part)
