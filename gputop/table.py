@@ -165,6 +165,7 @@ def _job_lines(snap: Snapshot, width: int | None) -> list[str]:
     import textwrap
 
     from gputop.ui.text.job import cell_text, job_columns, job_title, probe_hint, rank_rows
+    from gputop.ui.text.step import step_words
 
     lines = []
     for job in jobs:
@@ -172,6 +173,12 @@ def _job_lines(snap: Snapshot, width: int | None) -> list[str]:
         columns = job_columns(job, ranks, width or sys.maxsize)
         rows = [[c.title for c in columns], *([cell_text(r, c.key) for c in columns] for r in ranks)]
         lines += ["", job_title(job, ranks).strip(), *aligned(rows, {i for i, c in enumerate(columns) if c.right})]
+        for rank in job.ranks:  # where each step's time goes, whole: the columns above may leave phases out
+            words = step_words(rank.view)
+            if not words:
+                continue
+            who = f"PID {rank.pid}" if rank.rank is None else f"rank {rank.rank}"
+            lines += textwrap.wrap(f"{who} {words}", width, subsequent_indent="  ") if width else [f"{who} {words}"]
         hint = probe_hint(job)
         lines += textwrap.wrap(hint, width) if width else [hint] if hint else []
     return lines

@@ -26,9 +26,12 @@ from gputop.model import (
     LoaderConfig,
     LoaderView,
     MainThread,
+    Phase,
     PinMemoryStatus,
     ProbeReport,
     Snapshot,
+    StepAnatomy,
+    StepCost,
     TrainingView,
     Worker,
 )
@@ -160,3 +163,77 @@ ADVICE = (
         pids=RANK_PIDS,
     ),
 )
+
+
+RANK_PHASES_MS: tuple[tuple[Phase, float], ...] = (
+    ("data", 4.1),
+    ("h2d", 2.6),
+    ("forward", 61.0),
+    ("backward", 118.0),
+    ("optimizer", 9.4),
+    ("collective", 121.0),
+    ("other", 6.5),
+)
+"""A healthy rank's step of about 322 ms (3.1 steps/s): more than a third of it waiting in the all-reduce."""
+STRAGGLER_PHASES_MS: tuple[tuple[Phase, float], ...] = (
+    ("data", 4.0),
+    ("h2d", 2.7),
+    ("forward", 180.0),
+    ("backward", 119.0),
+    ("optimizer", 9.5),
+    ("collective", 0.8),
+    ("other", 6.2),
+)
+"""The straggler's: its forward takes three times the others', and it hardly waits in the all-reduce."""
+
+
+STEP_FLOPS = 64e12
+"""The FLOPs of a step of the ranks' model, as torch's FLOP counter would count them."""
+
+
+def _rank_step(rank: int, t: float) -> StepAnatomy:
+    phases = STRAGGLER_PHASES_MS if rank == STRAGGLER else RANK_PHASES_MS
+    wobble = 1 + 0.01 * math.sin(t / 5 + rank)
+    phases_s = tuple((name, round(ms * wobble, 1) / 1000) for name, ms in phases)
+    step_s = sum(seconds for _, seconds in phases_s)
+    return StepAnatomy(
+        boundary="DataLoader",
+        clock="cuda",
+        steps=22_300,
+        window_s=10.0,
+        window_steps=31,
+        step_s=step_s,
+        step_p95_s=step_s * 1.04,
+        steps_per_s=1 / step_s,
+        samples_per_s=64 / step_s,
+        phases_s=phases_s,
+        syncs_per_step=0.0,
+        flops_per_step=STEP_FLOPS,
+        flops_source="counted",
+    )
+
+
+def stepped_torchrun_job(t: float = scenes.T0) -> Snapshot:
+    """``torchrun_job`` with each rank's step anatomy: rank 2 is longer in its forward pass, the others wait for
+    it in the all-reduce."""
+    snap = torchrun_job(t)
+    training = []
+    for view in snap.training:
+        rank = view.probe.rank
+        if rank is None:
+            training.append(view)
+            continue
+        step = _rank_step(rank, t)
+        power = 690.0 if rank == STRAGGLER else 420.0
+        cost = StepCost(
+            energy_per_step_j=power * (step.step_s or 0.0),
+            energy_per_sample_j=power * (step.step_s or 0.0) / 64,
+            power_w=power,
+            achieved_tflops=STEP_FLOPS / (step.step_s or 1.0) / 1e12,
+            peak_tflops=989.0,
+            peak_source="NVIDIA H100 SXM datasheet, dense bf16",
+            precision="bf16",
+            mfu=STEP_FLOPS / (step.step_s or 1.0) / 1e12 / 989.0,
+        )
+        training.append(replace(view, probe=replace(view.probe, step=step), cost=cost))
+    return replace(snap, training=tuple(training))

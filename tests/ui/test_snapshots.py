@@ -92,3 +92,31 @@ def test_job_view_with_a_straggler(snap_compare, make_app: MakeApp, size: tuple[
     snapshots = scenes.history(job_scenes.torchrun_job)
     app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.ADVICE))
     assert snap_compare(app, terminal_size=size, press=["j"], run_before=two_frames)
+
+
+def stepped_run(make_app: MakeApp, make: Callable[[float], object] = training_scenes.stepped_job) -> GputopApp:
+    """``gputop run`` over the starved job whose probe times its steps: phases, syncs, FLOPs, MFU and energy."""
+    return make_app(scenes.history(make), focus_pid=training_scenes.JOB_PID, advisor=training_scenes.FixedAdvisor())
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_training_panel_with_the_steps_phases(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    assert snap_compare(stepped_run(make_app), terminal_size=size, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_training_screen_with_the_steps_phases(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    assert snap_compare(stepped_run(make_app), terminal_size=size, press=["l"], run_before=two_frames)
+
+
+@pytest.mark.parametrize("keys", [[], ["l"]], ids=["panel", "screen"])
+def test_the_steps_of_a_cpu_job_without_mfu_or_energy(snap_compare, make_app: MakeApp, keys: list[str]) -> None:
+    app = stepped_run(make_app, training_scenes.cpu_stepped_job)
+    assert snap_compare(app, terminal_size=SMALL, press=keys, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_job_view_with_each_ranks_phases(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    snapshots = scenes.history(job_scenes.stepped_torchrun_job)
+    app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.ADVICE))
+    assert snap_compare(app, terminal_size=size, press=["j"], run_before=two_frames)

@@ -16,7 +16,7 @@ from gputop.ui.widgets.advice_panel import AdvicePanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.training_panel import TrainingPanel
 from tests.ui import scenes
-from tests.ui.training_scenes import JOB_PID, OTHER_PID, fed_job, starved_job, two_jobs
+from tests.ui.training_scenes import JOB_PID, OTHER_PID, fed_job, starved_job, stepped_job, two_jobs
 
 MakeApp = Callable[..., GputopApp]
 
@@ -182,3 +182,26 @@ async def test_a_tick_that_changes_some_lines_of_the_panels_shows_every_new_line
             region = widget.content_region
             on_screen = [screen[y].crop(region.x, region.right).text for y in range(region.y, region.bottom)]
             assert on_screen == [strip.text for strip in widget.drawn_lines()]
+
+
+async def test_a_job_whose_steps_are_timed_gets_a_step_line_in_the_summary(make_app: MakeApp) -> None:
+    app = make_app(scenes.history(stepped_job, ticks=20), focus_pid=JOB_PID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one(TrainingPanel)
+        assert panel.region.height == 4
+        assert "STEP 128 ms  D" in text(panel)
+        assert "MFU 9%" in text(panel)
+
+
+async def test_the_training_screen_has_the_steps_syncs_flops_and_energy(make_app: MakeApp) -> None:
+    app = make_app(scenes.history(stepped_job, ticks=20), focus_pid=JOB_PID)
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, TrainingScreen)
+        shown = text(app.screen.query_one(TrainingPanel))
+        assert "item at train.py:57" in shown
+        assert "11.8 TFLOP per step" in shown
+        assert "57.3 J per step" in shown

@@ -15,6 +15,7 @@ from gputop.model import (
     EVIDENCE_PROBE,
     EVIDENCE_WORKERS,
     INFO,
+    PHASES,
     PIN_OFF,
     PIN_ON,
     PROBE_OK,
@@ -28,10 +29,15 @@ from gputop.model import (
     LoaderConfig,
     LoaderView,
     MainThread,
+    Phase,
     PinMemoryStatus,
     PinnedHostMemory,
     ProbeReport,
     Snapshot,
+    StepAnatomy,
+    StepClock,
+    StepCost,
+    SyncSite,
     TensorMemory,
     TrainingView,
     Worker,
@@ -318,3 +324,128 @@ class FixedAdvisor:
 
     def update(self, snap: Snapshot) -> tuple[Advice, ...]:
         return self.advice
+
+
+# -- the step's anatomy --------------------------------------------------------------------------------------------
+
+CREATED_AT = "train.py:41"
+STEP_FLOPS = 11.8e12
+"""ViT-L/16 at 224×224: about 61.6 GFLOP per image forward, three times that with the backward, 64 images."""
+H100_BF16_TFLOPS = 989.0
+PEAK_SOURCE = "NVIDIA H100 SXM datasheet, dense bf16"
+STARVED_SHARES: tuple[tuple[Phase, float], ...] = (
+    ("h2d", 0.10),
+    ("forward", 0.29),
+    ("backward", 0.43),
+    ("optimizer", 0.10),
+    ("other", 0.08),
+)
+"""How the starved job's step splits outside its data wait: copies from pageable memory take a tenth."""
+
+
+def step_anatomy(
+    step_s: float,
+    wait: float,
+    shares: tuple[tuple[Phase, float], ...],
+    clock: StepClock = "cuda",
+    batch: int = BATCH,
+    **fields: object,
+) -> StepAnatomy:
+    """A probe's step anatomy: ``wait`` of ``step_s`` waiting for data, the rest split by ``shares``."""
+    phases = (("data", wait * step_s), *((name, share * (1 - wait) * step_s) for name, share in shares))
+    ordered = tuple(sorted(phases, key=lambda phase: PHASES.index(phase[0])))
+    anatomy = StepAnatomy(
+        boundary="DataLoader",
+        clock=clock,
+        steps=12_840,
+        window_s=10.0,
+        window_steps=round(10 / step_s),
+        step_s=step_s,
+        step_p95_s=step_s * 1.19,
+        warmup_step_s=2.14,
+        drift=1.03,
+        steps_per_s=1 / step_s,
+        samples_per_s=batch / step_s,
+        phases_s=ordered,
+    )
+    return replace(anatomy, **fields)  # type: ignore[arg-type]
+
+
+def _starved_step(t: float) -> StepAnatomy:
+    wait = round(0.55 + 0.06 * math.sin(t / 11), 3)
+    steps = round(7.4 - 1.2 * math.sin(t / 11), 2)
+    return step_anatomy(
+        1 / steps,
+        wait,
+        STARVED_SHARES,
+        h2d_bytes_per_step=BATCH * 3 * 224 * 224 * 4,
+        h2d_pageable_share=1.0,
+        h2d_blocking_share=1.0,
+        syncs_per_step=2.0,
+        sync_sites=(SyncSite("train.py:57", "item", 1.0), SyncSite("train.py:63", "cpu", 1.0)),
+        sync_sampled_steps=40,
+        flops_per_step=STEP_FLOPS,
+        flops_source="counted",
+    )
+
+
+def gpu_cost(step: StepAnatomy, power_w: float, batch: int = BATCH) -> StepCost:
+    """What the monitor makes of a CUDA step: energy from the GPU's power, MFU against an H100's bf16 peak."""
+    assert step.steps_per_s is not None and step.flops_per_step is not None
+    achieved = step.flops_per_step * step.steps_per_s / 1e12
+    return StepCost(
+        energy_per_step_j=power_w / step.steps_per_s,
+        energy_per_sample_j=power_w / step.steps_per_s / batch,
+        power_w=power_w,
+        achieved_tflops=achieved,
+        peak_tflops=H100_BF16_TFLOPS,
+        peak_source=PEAK_SOURCE,
+        precision="bf16",
+        mfu=achieved / H100_BF16_TFLOPS,
+    )
+
+
+def _with_step(snap: Snapshot, step: StepAnatomy, cost: StepCost | None) -> Snapshot:
+    view = snap.training[0]
+    loaders = tuple(replace(loader, created_at=CREATED_AT) for loader in view.probe.loaders)
+    probe = replace(view.probe, loaders=loaders, step=step)
+    return replace(snap, training=(replace(view, probe=probe, cost=cost),))
+
+
+def stepped_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
+    """``starved_job`` with the probe's step anatomy and the monitor's cost of a step: the data wait is the
+    longest phase, copies come from pageable memory, two syncs a step, MFU under 10%."""
+    snap = starved_job(t, pid)
+    step = _starved_step(t)
+    power = snap.gpus[0].power_w or 0.0
+    return _with_step(snap, step, gpu_cost(step, power))
+
+
+CPU_SHARES: tuple[tuple[Phase, float], ...] = (
+    ("forward", 0.31),
+    ("backward", 0.46),
+    ("optimizer", 0.15),
+    ("other", 0.08),
+)
+CPU_COST = StepCost(
+    unavailable={
+        "mfu": "a CPU job: no GPU peak to compare with",
+        "achieved_tflops": "a CPU job: no GPU peak to compare with",
+        "energy_per_step_j": "the job uses no GPU: NVML's energy counter is per GPU",
+        "energy_per_sample_j": "the job uses no GPU: NVML's energy counter is per GPU",
+    }
+)
+
+
+def cpu_stepped_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:
+    """The fed job run on the CPU: phases on the host's clock, no copies to a GPU, no syncs, no MFU, no energy."""
+    snap = fed_job(t, pid)
+    step = step_anatomy(
+        0.4,
+        0.03,
+        CPU_SHARES,
+        clock="host",
+        unavailable={"syncs_per_step": "no CUDA: nothing to wait for", "flops_per_step": "counted on CUDA only"},
+    )
+    view = replace(snap.training[0], probe=replace(snap.training[0].probe, cuda=(), tensors=()))
+    return _with_step(replace(snap, processes=(), training=(view,)), step, CPU_COST)

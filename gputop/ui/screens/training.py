@@ -93,7 +93,8 @@ class TrainingScreen(InGputopApp, Screen[None]):
             return
         final = app.final is not None
         rows = len(view.workers)
-        shown = TrainingShown(view, snap.time, gpu_totals(snap), detailed=True, worker_rows=rows, final=final)
+        totals = gpu_totals(snap)
+        shown = TrainingShown(view, snap.time, totals, True, worker_rows=rows, final=final, step_in_full=True)
         self.query_one(TrainingPanel).show(shown, app.history.processes.get(self.pid))
         advice = job_advice(app.advice, snap, view)
         self.query_one(AdvicePanel).shown = AdviceShown(advice, full=True, note=app.advice_note, final=final)

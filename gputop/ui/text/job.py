@@ -8,19 +8,20 @@ from other machines and are made printable before they are shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from statistics import fmean
+from dataclasses import dataclass, replace
+from statistics import fmean, median
 
 from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_percent
 from gputop.jobs import JOB_TORCHRUN, Job, JobRank
-from gputop.model import PROBE_AWAITED, PROBE_NONE, Snapshot
+from gputop.model import PHASES, PROBE_AWAITED, PROBE_NONE, Phase, Snapshot
 from gputop.sanitize import printable
 from gputop.ui.process_rows import Column
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.process_cells import NOT_ON_GPU
+from gputop.ui.text.step import PHASE_NAMES, fmt_ms, step_of
 from gputop.ui.text.training import wait_style
 
 CELL_PADDING = 1
@@ -28,6 +29,11 @@ CELL_PADDING = 1
 STRAGGLER_MARK = "◀"
 STRAGGLER_NOTE = "straggler"
 HOST_CELLS = 14
+PHASE_PREFIX = "phase_"
+LONGER_MARK = "▲"
+"""Marks the straggler's phase that is longest against the other ranks' median: the phase that holds them back."""
+PHASE_CELLS = 6
+"""``▲1,240``: a phase's milliseconds with the straggler's mark."""
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -38,6 +44,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("steps", "STEPS/S", 7, right=True),
     Column("data_wait", "DATA WAIT", 9, right=True),
     Column("sync_wait", "SYNC WAIT", 9, right=True),
+    *(Column(PHASE_PREFIX + phase, PHASE_NAMES[phase].short.upper(), PHASE_CELLS, right=True) for phase in PHASES),
     Column("busy", "BUSY", 4, right=True),
     Column("sm", "SM", 4, right=True),
     Column("gpu_mem", "GPU MEM", 7, right=True),
@@ -45,8 +52,20 @@ COLUMNS: tuple[Column, ...] = (
     Column("workers_cpu", "WORKERS CPU", 11, right=True),
     Column("note", "", len(STRAGGLER_NOTE)),
 )
-FOLD_ORDER = ("note", "workers", "workers_cpu", "sm", "gpu_mem", "busy", "steps", "gpu")
-"""The columns a narrow table leaves out, least important first; rank, host, PID and the two waits always stay."""
+FOLD_ORDER = (
+    "note",
+    "workers",
+    "workers_cpu",
+    "sm",
+    "gpu_mem",
+    "busy",
+    "steps",
+    "gpu",
+    *(PHASE_PREFIX + phase for phase in ("data", "collective", "h2d", "other", "optimizer", "backward", "forward")),
+)
+"""The columns a narrow table leaves out, least important first; rank, host, PID and the two waits always stay.
+Of the phases, data and collective go first (DATA WAIT and SYNC WAIT say much the same as shares), and the
+straggler's longer phase never goes."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,13 @@ class RankRow:
     workers: int = 0
     workers_cpu_percent: float | None = None
     straggler: bool = False
+    phases_s: tuple[tuple[Phase, float], ...] = ()
+    """The mean seconds of each phase of its steps (probe), as ``StepAnatomy.phases_s``."""
+    longer_phase: Phase | None = None
+    """The straggler's phase that is longest against the other ranks' median."""
+
+    def phase_s(self, phase: Phase) -> float | None:
+        return next((seconds for name, seconds in self.phases_s if name == phase), None)
 
 
 def job_user(job: Job) -> str:
@@ -96,6 +122,7 @@ def rank_row(rank: JobRank, snap: Snapshot, straggler: bool = False) -> RankRow:
     busy = [v for i in gpus if i in by_index and (v := by_index[i].utilization_gpu_percent) is not None]
     sm = [v for i in gpus if i in by_index and (v := by_index[i].sm_activity_percent) is not None]
     memory = [p.gpu_memory_bytes for p in rows if p.gpu_memory_bytes is not None]
+    step = step_of(view)
     return RankRow(
         pid=rank.pid,
         rank=rank.rank,
@@ -110,12 +137,25 @@ def rank_row(rank: JobRank, snap: Snapshot, straggler: bool = False) -> RankRow:
         workers=len(view.workers),
         workers_cpu_percent=view.workers_cpu_percent,
         straggler=straggler,
+        phases_s=() if step is None else step.phases_s,
     )
 
 
 def rank_rows(job: Job, snap: Snapshot, straggler_pid: int | None = None) -> list[RankRow]:
-    """The job's ranks in its order (by rank), ``straggler_pid``'s marked."""
-    return [rank_row(r, snap, r.pid == straggler_pid) for r in job.ranks]
+    """The job's ranks in its order (by rank), ``straggler_pid``'s marked with its longer phase."""
+    rows = [rank_row(r, snap, r.pid == straggler_pid) for r in job.ranks]
+    return [replace(r, longer_phase=longer_phase(r, rows)) if r.straggler else r for r in rows]
+
+
+def longer_phase(row: RankRow, rows: Sequence[RankRow]) -> Phase | None:
+    """The phase in which ``row`` spends the most time more than the median of the other ranks; None where no
+    phase of it is longer, or the others have timed none."""
+    excess: list[tuple[float, Phase]] = []
+    for phase, seconds in row.phases_s:
+        others = [s for r in rows if r is not row and (s := r.phase_s(phase)) is not None]
+        if others and seconds > median(others):
+            excess.append((seconds - median(others), phase))
+    return max(excess)[1] if excess else None
 
 
 def table_width(columns: Sequence[Column]) -> int:
@@ -125,7 +165,7 @@ def table_width(columns: Sequence[Column]) -> int:
 def job_columns(job: Job, rows: Sequence[RankRow], width: int) -> tuple[Column, ...]:
     """The columns that fit in ``width`` cells: HOST only when some rank runs on a named host, SYNC WAIT only for
     a distributed job, the straggler's note only while there is one; then ``FOLD_ORDER`` until the rest fits."""
-    left_out = set()
+    left_out = {PHASE_PREFIX + phase for phase in PHASES if all(r.phase_s(phase) is None for r in rows)}
     if not any(r.host for r in rows):
         left_out.add("host")
     if not distributed(job):
@@ -133,7 +173,10 @@ def job_columns(job: Job, rows: Sequence[RankRow], width: int) -> tuple[Column, 
     if not any(r.straggler for r in rows):
         left_out.add("note")
     columns = [c for c in COLUMNS if c.key not in left_out]
+    kept = {PHASE_PREFIX + r.longer_phase for r in rows if r.longer_phase is not None}
     for key in FOLD_ORDER:
+        if key in kept:
+            continue
         if table_width(columns) <= width:
             break
         columns = [c for c in columns if c.key != key]
@@ -181,6 +224,11 @@ def cell_text(row: RankRow, key: str) -> str:
         return NA if row.workers_cpu_percent is None else fmt_percent(row.workers_cpu_percent)
     if key == "note":
         return STRAGGLER_NOTE if row.straggler else ""
+    if key.startswith(PHASE_PREFIX):
+        phase = next(p for p in PHASES if PHASE_PREFIX + p == key)
+        seconds = row.phase_s(phase)
+        mark = LONGER_MARK if phase == row.longer_phase else ""
+        return NA if seconds is None else mark + fmt_ms(seconds)
     raise KeyError(key)
 
 
@@ -196,6 +244,8 @@ def rank_cells(row: RankRow, columns: Sequence[Column], p: Palette) -> tuple[Tex
             style = p.dim
         elif column.key == "data_wait" and not row.straggler:
             style = wait_style(row.data_wait_share, p) if (row.data_wait_share or 0) > 0 else Style()
+        elif row.longer_phase is not None and column.key == PHASE_PREFIX + row.longer_phase:
+            style = row_style + Style(reverse=True)
         cells.append(
             Text(text, style=style, justify="right" if column.right else "left", no_wrap=True, overflow="ellipsis")
         )
@@ -215,7 +265,11 @@ def job_title(job: Job, rows: Sequence[RankRow]) -> str:
         parts.append(f"{len(hosts)} hosts")
     straggler = next((r for r in rows if r.straggler), None)
     if straggler is not None:
-        parts.append(f"straggler: rank {'?' if straggler.rank is None else straggler.rank} (PID {straggler.pid})")
+        rank = "?" if straggler.rank is None else straggler.rank
+        longer = f", longer in {PHASE_NAMES[straggler.longer_phase].full}" if straggler.longer_phase else ""
+        parts.append(f"straggler: rank {rank} (PID {straggler.pid}{longer})")
+    if any(r.phases_s for r in rows):
+        parts.append("phases in ms per step")
     return " " + " · ".join(parts) + " "
 
 

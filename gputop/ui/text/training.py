@@ -16,11 +16,13 @@ from rich.text import Text
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
 from gputop.formatting import NA, counted, fmt_percent
 from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
+from gputop.sanitize import printable
 from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.loader import loader_config_parts
 from gputop.ui.text.memory import breakdown_lines, compact_cuda, cuda_lines
 from gputop.ui.text.parts import LABEL_CELLS, flow, label, na, pin_words
+from gputop.ui.text.step import PhaseStyles, step_lines, summary_step_line
 from gputop.ui.text.worker import WORKER_ROWS_INLINE, compact_workers, worker_lines
 
 SPARK_MAX = 40
@@ -121,8 +123,11 @@ def _number(view: TrainingView, name: str, unit: str, p: Palette) -> Text:
     return Text(_rate(value) + unit)
 
 
-def summary_lines(view: TrainingView, sparks: TrainingSparks, width: int, p: Palette) -> list[Text]:
-    """Two lines for the dashboard: data wait and throughput; workers, pinning, main thread, GPU memory."""
+def summary_lines(
+    view: TrainingView, sparks: TrainingSparks, width: int, p: Palette, phases: PhaseStyles | None = None
+) -> list[Text]:
+    """Two lines for the dashboard: data wait and throughput; workers, pinning, main thread, GPU memory. A third
+    between them where the probe times the steps: the step's phases, MFU and energy (``phases``: their styles)."""
     loader = _loader(view)
     share = None if loader is None else loader.data_wait_share
     first = label("DATA WAIT ", p, 0)
@@ -154,7 +159,8 @@ def summary_lines(view: TrainingView, sparks: TrainingSparks, width: int, p: Pal
         second.append_text(cuda)
     for line in (first, second):
         line.truncate(width, overflow="ellipsis")
-    return [first, second]
+    step = summary_step_line(view, width, p, phases or {})
+    return [first, second] if step is None else [first, step, second]
 
 
 def column_width(width: int) -> int:
@@ -169,14 +175,19 @@ def panel_lines(
     width: int,
     p: Palette,
     worker_rows: int = WORKER_ROWS_INLINE,
+    phases: PhaseStyles | None = None,
+    step_in_full: bool = False,
 ) -> list[Text]:
     """The whole panel: pipeline numbers with history, the DataLoader's settings, pinning, the main thread, the
     probe; then the workers one by one and GPU memory as PyTorch sees it, beside the rest where two columns fit.
-    ``gpu_totals``: the memory of each GPU index. ``sparks`` are sized for ``column_width(width)``."""
+    ``gpu_totals``: the memory of each GPU index. ``sparks`` are sized for ``column_width(width)``. The step's
+    anatomy, where the probe times the steps, comes first: it answers where the step's time goes (``step_in_full``:
+    with its syncs, FLOPs, MFU and energy, as the training screen has it)."""
     cells = column_width(width)
     spark_cells = len(sparks.wait) + 2 if sparks.wait else 0
     bar = max(6, min(30, cells - LABEL_CELLS - 30 - spark_cells))
-    left = _pipeline_lines(view, sparks, bar, cells, p)
+    left = step_lines(view, cells - LABEL_CELLS, cells, p, phases or {}, step_in_full)
+    left += _pipeline_lines(view, sparks, bar, cells, p)
     right = worker_lines(view, bar, cells, p, worker_rows)
     if view.probe.ok:
         right += breakdown_lines(view.probe, cells, bar, p)
@@ -211,7 +222,8 @@ def _pipeline_lines(view: TrainingView, sparks: TrainingSparks, bar: int, width:
     if stall is not None and not beside:
         lines += flow(label("", p), [stall], width)
     if loader is not None:
-        lines += flow(label("LOADER", p), loader_config_parts(loader, p), width)
+        built = [Text(f"built at {printable(loader.created_at)}", style=p.dim)] if loader.created_at else []
+        lines += flow(label("LOADER", p), loader_config_parts(loader, p) + built, width)
     pin, pin_style = pin_words(view.pin_memory.state, p)
     pin_line = label("PIN MEMORY", p).append(pin, style=pin_style)
     lines += flow(pin_line, [Text(view.pin_memory.evidence, style=p.dim)] if view.pin_memory.evidence else [], width)

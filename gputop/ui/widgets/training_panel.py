@@ -10,9 +10,10 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gputop.model import TrainingView
+from gputop.model import PHASES, TrainingView
 from gputop.ui.history import ProcessHistory
 from gputop.ui.text.gpu import Palette
+from gputop.ui.text.step import PhaseStyles, step_of
 from gputop.ui.text.training import (
     TrainingSparks,
     column_width,
@@ -41,6 +42,8 @@ class TrainingShown:
     worker_rows: int = WORKER_ROWS_INLINE
     final: bool = False
     """The job has ended: this is its last view."""
+    step_in_full: bool = False
+    """The step's syncs, FLOPs, MFU and energy each on their lines, as the training screen has room for."""
 
 
 class TrainingPanel(TextLines, Widget):
@@ -62,10 +65,19 @@ class TrainingPanel(TextLines, Widget):
     TrainingPanel > .training-panel--track { color: $foreground 25%; }
     TrainingPanel > .training-panel--dim { color: $text-disabled; }
     TrainingPanel > .training-panel--spark { color: $accent; }
+    TrainingPanel > .training-panel--phase-data { color: #e5c07b; }
+    TrainingPanel > .training-panel--phase-h2d { color: #c678dd; }
+    TrainingPanel > .training-panel--phase-forward { color: #61afef; }
+    TrainingPanel > .training-panel--phase-backward { color: #56b6c2; }
+    TrainingPanel > .training-panel--phase-optimizer { color: #98c379; }
+    TrainingPanel > .training-panel--phase-collective { color: #e06c75; }
+    TrainingPanel > .training-panel--phase-other { color: #9da5b4; }
     """
+    # The phases' colours are fixed rather than the theme's: the theme has fewer distinct colours than there are
+    # phases (its accent is its warning colour), and each segment's letter tells the phases apart anyway.
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         f"training-panel--{part}" for part in ("label", "fill", "warn", "crit", "track", "dim", "spark")
-    }
+    } | {f"training-panel--phase-{phase}" for phase in PHASES}
 
     shown: reactive[TrainingShown | None] = reactive(None, repaint=False)
     """Not repainted as a whole on a change: ``watch_shown`` repaints the lines that differ."""
@@ -98,7 +110,7 @@ class TrainingPanel(TextLines, Widget):
         if shown is None:
             return 0
         if not shown.detailed:
-            return 3
+            return 3 if step_of(shown.view) is None else 4
         return 2 + len(self._lines(shown, max(0, outer_width - SIDES)))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -115,6 +127,9 @@ class TrainingPanel(TextLines, Widget):
         parts = ("label", "fill", "warn", "crit", "track", "dim", "spark")
         return Palette(**{part: style(f"training-panel--{part}") for part in parts})
 
+    def _phase_styles(self) -> PhaseStyles:
+        return {phase: self.component_style(f"training-panel--phase-{phase}", partial=True) for phase in PHASES}
+
     def _lines(self, shown: TrainingShown, width: int) -> list[Text]:
         if width <= 0:
             return []
@@ -130,8 +145,8 @@ class TrainingPanel(TextLines, Widget):
                 steps=history.steps_per_s.sparkline(cells, now, steps_top),
                 samples=history.samples_per_s.sparkline(cells, now, samples_top),
             )
-        palette = self._palette()
+        palette, phases = self._palette(), self._phase_styles()
         if not shown.detailed:
-            return summary_lines(shown.view, sparks, width, palette)
+            return summary_lines(shown.view, sparks, width, palette, phases)
         totals = dict(shown.gpu_totals)
-        return panel_lines(shown.view, sparks, totals, width, palette, shown.worker_rows)
+        return panel_lines(shown.view, sparks, totals, width, palette, shown.worker_rows, phases, shown.step_in_full)
