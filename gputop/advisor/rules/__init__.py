@@ -10,6 +10,7 @@ a job of several ranks as a whole.
 
 from __future__ import annotations
 
+from gputop.advisor import thresholds as th
 from gputop.advisor.rules.base import Finding, Rule
 from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, launch_bound, tensor_cores_idle, throttling
 from gputop.advisor.rules.jobs import JobFinding, JobRule, node_cpu_oversubscribed, rank_imbalance, straggler
@@ -38,7 +39,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cuda-in-worker", cuda_in_worker),
 )
 JOB_RULES: tuple[JobRule, ...] = (
-    JobRule("straggler", straggler),
+    JobRule("straggler", straggler, windows=th.STRAGGLER_HOLD_WINDOWS),
     JobRule("rank-imbalance", rank_imbalance),
     JobRule("node-cpu-oversubscribed", node_cpu_oversubscribed),
 )
