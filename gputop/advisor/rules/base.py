@@ -77,8 +77,22 @@ def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
     return w.cached(("recent", config.window_s), lambda: _covered(w.last(config.window_s), config.window_s))
 
 
+def timed_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
+    """``recent_window``, for a process whose probe reports its step anatomy now; None otherwise (and cheaply:
+    most processes have none)."""
+    return None if w.latest.step is None else recent_window(w, config)
+
+
 def _covered(recent: JobWindow, seconds: float) -> JobWindow | None:
     return recent if recent.covers(seconds) else None
+
+
+def loader_line(sample: JobSample) -> str:
+    """`` at train.py:41``: where the job built the DataLoader it iterates, for the words of a change to it; empty
+    where the probe does not say."""
+    loader = sample.loader
+    at = loader.created_at if loader is not None else None
+    return f" at {at}" if at else ""
 
 
 def wait_severity(wait: float) -> Severity:
