@@ -58,6 +58,7 @@ def loader(
     waiting_now_s: float | None = None,
     passes: int = 1,
     pass_start_wait_share: float | None = None,
+    created_at: str | None = None,
 ) -> LoaderView:
     effective = LoaderConfig(batch_size=batch, num_workers=workers, pin_memory=pin, persistent_workers=persistent)
     requested = LoaderConfig(
@@ -79,6 +80,7 @@ def loader(
         last_batch_age_s=0.05,
         pass_start_s=pass_start_s,
         pass_start_wait_share=pass_start_wait_share,
+        created_at=created_at,
     )
 
 
