@@ -40,12 +40,12 @@ RULES: tuple[Rule, ...] = (
     Rule("throttling", throttling, gpu=True),
     Rule("worker-memory-growth", worker_memory_growth),
     Rule("cuda-in-worker", cuda_in_worker),
-    Rule("hidden-sync", hidden_sync),
-    Rule("h2d-bound", h2d_bound),
-    Rule("low-mfu", low_mfu),
-    Rule("slow-warmup", slow_warmup),
-    Rule("step-variance", step_variance),
-    Rule("step-drift", step_drift),
+    Rule("hidden-sync", hidden_sync, step=True),
+    Rule("h2d-bound", h2d_bound, step=True),
+    Rule("low-mfu", low_mfu, step=True),
+    Rule("slow-warmup", slow_warmup, step=True),
+    Rule("step-variance", step_variance, step=True),
+    Rule("step-drift", step_drift, step=True),
 )
 JOB_RULES: tuple[JobRule, ...] = (
     JobRule("straggler", straggler, windows=th.STRAGGLER_HOLD_WINDOWS),

@@ -34,12 +34,16 @@ Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
 class Rule:
     """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window. A ``gpu``
     rule is about the GPU a process holds (idle, throttled): it applies to every GPU process, and its findings
-    are given once per GPU; the other rules need training evidence (``TrainingView.evidence``)."""
+    are given once per GPU; the other rules need training evidence (``TrainingView.evidence``), and a ``step``
+    rule the probe's step anatomy."""
 
     id: str
     check: Check
     idle: bool = False
     gpu: bool = False
+    step: bool = False
+    """Needs the probe's step anatomy: not evaluated for a process until its probe has reported one, so that a
+    process without it costs the rule nothing (evaluations, once begun, go on: a finding clears as any other)."""
 
     def hold_s(self, config: AdvisorConfig) -> float:
         return config.gpu_idle_s if self.idle else config.window_s
