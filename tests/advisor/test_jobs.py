@@ -107,7 +107,7 @@ def test_the_rank_the_others_wait_for_in_collectives_is_the_straggler_named_with
     found = straggler(job, windows, CONFIG)
 
     assert found.pid == FIRST + 1
-    assert found.finding.title == "Straggler: rank 1 holds the other 1 back in its forward"
+    assert found.finding.title == "Straggler: rank 1 holds the other 1 back"
     assert "rank 1 (PID 7001 on node-b, GPU 1) spends 80 ms of each step in forward, the others' median 20 ms" in (
         found.finding.detail
     )

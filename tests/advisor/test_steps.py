@@ -181,6 +181,11 @@ def test_step_variance_silent_for_steady_steps():
     assert step_variance(timed(anatomy(p95_s=0.06)), CONFIG) is None
 
 
+def test_step_variance_leaves_a_loop_that_waits_for_data_to_data_starved():
+    # Steps whose batch is ready and steps whose batch is not: uneven by nature, and data-starved's finding.
+    assert step_variance(timed(anatomy(data=0.02, p95_s=0.2, step_s=0.04)), CONFIG) is None
+
+
 def test_step_drift_names_the_throttling_it_sees():
     finding = step_drift(timed(anatomy(drift=1.6), reasons=("sw_thermal_slowdown",)), CONFIG)
 

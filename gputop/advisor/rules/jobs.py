@@ -202,8 +202,7 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     return JobFinding(
         Finding(
             severity=WARNING,
-            title=f"Straggler: {rank_name(slowest.rank).split(' (')[0]} holds the other {len(others)} back in its "
-            f"{phase}",
+            title=f"Straggler: {rank_name(slowest.rank).split(' (')[0]} holds the other {len(others)} back",
             detail=f"{name} spends {mine * 1000:.0f} ms of each step in {phase}, the others' median "
             f"{theirs * 1000:.0f} ms; its own work takes {slowest.own_s * 1000:.0f} ms a step against the others' "
             f"{own * 1000:.0f} ms, and the others wait for it in collectives {pct(waiting)} of each step (it waits "

@@ -54,7 +54,8 @@ def slow_warmup(w: JobWindow, config: AdvisorConfig) -> Finding | None:
 
 
 def step_variance(w: JobWindow, config: AdvisorConfig) -> Finding | None:
-    """One step in twenty takes much longer than the median step."""
+    """One step in twenty takes much longer than the median step, in a loop that hardly waits for data: one that
+    does has uneven steps by nature (a batch ready or not), which ``data-starved`` names."""
     recent = timed_window(w, config)
     if recent is None:
         return None
@@ -62,9 +63,11 @@ def step_variance(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     p95 = recent.median(STEP_P95_S)
     if not median or p95 is None or p95 < th.STEP_VARIANCE_RATIO * median:
         return None
+    data = recent.median(DATA_SHARE)
+    if data is not None and data >= th.DATA_WAIT_INFO:
+        return None
     mean = recent.median(STEP_MEAN_S)
     lost = None if not mean or mean <= median else 1 - median / mean
-    data = recent.median(DATA_SHARE)
     seen = (
         f"the loop waits for data {pct(data)} of each step on average: batches that come late now and then"
         if data is not None and data >= th.DATA_WAIT_NONE
