@@ -253,10 +253,13 @@ class Advisor:
             at = latest.time
             trains = view.trains
             states = process.states
+            timed = latest.step is not None
             for rule, hold_s in rules:
                 if rule.gpu or trains:
                     state = states.get(rule.id)
                     if state is None:
+                        if rule.step and not timed:
+                            continue  # nothing to judge before the probe reports a step
                         state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
                     finding = rule.check(window, config)
                     if finding is None and state.advice is None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from gputop.advisor.samples import JobSample, mean
+from gputop.model import Phase
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -95,3 +96,29 @@ WORKER_USS = Reader(
 """The workers' own memory (USS), averaged over the workers that report it."""
 
 HOST_CPU = Reader("host cpu_percent", lambda s: s.host.cpu_percent)
+
+
+def _phase_s(phase: Phase, sample: JobSample) -> float | None:
+    step = sample.step
+    return None if step is None else step.phase_s(phase)
+
+
+def _phase_share(phase: Phase, sample: JobSample) -> float | None:
+    step = sample.step
+    if step is None:
+        return None
+    seconds = step.phase_s(phase)
+    total = step.phase_total_s
+    return seconds / total if seconds is not None and total > 0 else None
+
+
+HAS_STEP = Reader("step timed", lambda s: s.step is not None)
+"""Whether the sample carries the probe's step anatomy."""
+STEP_S = Reader("step_s", lambda s: s.step.step_s if s.step is not None else None)
+"""The median step of the probe's window."""
+STEP_MEAN_S = Reader("step mean_s", lambda s: s.step.phase_total_s or None if s.step is not None else None)
+"""The mean step: its phases added up."""
+PHASE_S = ReaderFamily("step phase_s", _phase_s)
+"""The mean seconds a step spends in one phase, by phase; None where the probe did not see it."""
+PHASE_SHARE = ReaderFamily("step phase share", _phase_share)
+"""The share of the mean step one phase takes, by phase."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, LoaderView, Snapshot, TrainingView
+from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, LoaderView, Snapshot, StepAnatomy, TrainingView
 
 CURRENT_BATCHES = 3
 CURRENT_S = 1.0
@@ -58,6 +58,12 @@ class JobSample:
         if loader is None:
             return None
         return loader.effective.batch_size if loader.effective.batch_size is not None else loader.requested.batch_size
+
+    @property
+    def step(self) -> StepAnatomy | None:
+        """Where the job's steps spend their time, from a trusted probe report; None before a step was timed."""
+        probe = self.view.probe
+        return probe.step if probe.ok else None
 
     @property
     def on_gpu(self) -> bool:

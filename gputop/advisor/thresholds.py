@@ -140,6 +140,51 @@ real speed (gputop)."""
 THROTTLE_SHARE = 0.5
 """A reason active in half the samples of a window is throttling, not a blip (gputop)."""
 
+# -- where the step goes (the probe's step anatomy) ----------------------------------------------------------------
+
+HIDDEN_SYNC_PER_STEP = 1.0
+"""A place in the code that makes the host wait for the GPU once a step or more: what happens every step costs every
+step, where a value read every N steps (the remedy itself) costs 1/N of it (gputop; PyTorch Performance Tuning
+Guide, "Avoid unnecessary CPU-GPU synchronization")."""
+HIDDEN_SYNC_SHARE = 0.05
+"""Syncs that may cost 5 % of the step or more are worth a finding: below that, the GPU idles little whatever the
+syncs do (gputop)."""
+HIDDEN_SYNC_WARNING = 0.15
+"""... and from 15 % they are a bottleneck of their own (gputop)."""
+HIDDEN_SYNC_TARGET = 0.01
+"""A value read every N steps should cost at most 1 % of the step: the suggested N (gputop)."""
+LOG_EVERY_STEPS = (10, 50, 100, 500, 1000)
+"""The round step counts a suggested ``log every N steps`` is taken from (gputop)."""
+H2D_SHARE = 0.10
+"""Host-to-device copies taking 10 % of the step are worth a note, as waiting for data is (``DATA_WAIT_INFO``)."""
+H2D_WARNING = 0.30
+"""... and 30 % make them the bottleneck (``DATA_WAIT_WARNING``)."""
+H2D_PAGEABLE_SHARE = 0.5
+"""Copies whose bytes come mostly from pageable memory, or that are mostly made without ``non_blocking``: pageable
+copies are staged by the driver through a pinned buffer at about half the bandwidth, and a blocking copy makes the
+host wait for it ("How to Optimize Data Transfers in CUDA C/C++", NVIDIA)."""
+LOW_MFU = 0.30
+"""Model FLOPs utilisation below which a step leaves much of the GPU unused: large models are trained at 21 to 46 %
+(PaLM, Chowdhery et al. 2022, Table 3: GPT-3 21.3 %, Megatron-Turing NLG 29.7 %, Gopher 32.5 %, PaLM 46.2 %)."""
+LOW_MFU_WARNING = 0.15
+"""... and below 15 %, under a third of what the best of those runs reaches (gputop)."""
+OTHER_PHASE_SHARE = 0.25
+"""The job's own code between the phases (``other``) taking a quarter of the step is launch or Python overhead
+worth naming as a cause of low MFU (gputop)."""
+SLOW_WARMUP_RATIO = 3.0
+"""The first steps at least 3 times the steady step: compiling (``torch.compile``) or autotuning
+(``cudnn.benchmark``), not the few percent a cold cache costs (gputop)."""
+SLOW_WARMUP_MIN_S = 1.0
+"""... and at least a second longer each: shorter warm-ups are not worth a note (gputop)."""
+STEP_VARIANCE_RATIO = 1.5
+"""A step's 95th percentile 1.5 times its median: one step in 20 takes half as long again, where a steady loop's
+steps vary by a few percent (gputop)."""
+STEP_VARIANCE_WARNING = 3.0
+"""... 3 times: those steps cost the job as much as several ordinary ones each (gputop)."""
+STEP_DRIFT = 1.2
+"""The window's median step 20 % slower than the first steady window's: the job slows down as it runs (gputop)."""
+STEP_DRIFT_WARNING = 1.5
+
 # -- jobs of several ranks ----------------------------------------------------------------------------------------
 
 STRAGGLER_SLOWER = 0.15
@@ -149,6 +194,11 @@ STRAGGLER_OTHERS_WAIT = 0.10
 """... while the other ranks wait for it (off the CPU outside the data wait) at least this share of each step, and
 its extra compute is at least this share of a step (gputop: below that, a slower rank costs the job little, and
 a few percent of busy share between ranks that mostly wait is noise)."""
+STRAGGLER_HOLD_WINDOWS = 0.5
+"""``straggler`` is raised once it held for half a window, not a whole one: what it compares is already a statistic
+over time on every rank (the probe's step phases over its own window of steps, or the main threads' medians over
+the last window), and a job held back by one rank loses that share of every step until it is named (gputop: a
+straggler named within 30 s of a job's start at the default window)."""
 IMBALANCE_SPREAD = 0.15
 """Data wait shares this far apart across the ranks of one job (max less min) are an imbalance (gputop)."""
 IMBALANCE_RATIO = 2.0

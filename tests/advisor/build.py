@@ -9,6 +9,7 @@ from gputop.advisor.window import JobWindow
 from gputop.model import (
     DRIVER_OK,
     EVIDENCE_TORCH_THREADS,
+    PHASES,
     PIN_OFF,
     PROBE_NONE,
     PROBE_OK,
@@ -22,9 +23,14 @@ from gputop.model import (
     LoaderConfig,
     LoaderView,
     MainThread,
+    Phase,
     PinMemoryStatus,
     ProbeReport,
     Snapshot,
+    StepAnatomy,
+    StepClock,
+    StepCost,
+    SyncSite,
     TrainingView,
     Worker,
 )
@@ -52,6 +58,7 @@ def loader(
     waiting_now_s: float | None = None,
     passes: int = 1,
     pass_start_wait_share: float | None = None,
+    created_at: str | None = None,
 ) -> LoaderView:
     effective = LoaderConfig(batch_size=batch, num_workers=workers, pin_memory=pin, persistent_workers=persistent)
     requested = LoaderConfig(
@@ -73,6 +80,7 @@ def loader(
         last_batch_age_s=0.05,
         pass_start_s=pass_start_s,
         pass_start_wait_share=pass_start_wait_share,
+        created_at=created_at,
     )
 
 
@@ -120,10 +128,14 @@ def view(
     usable: int | None = None,
     pid: int = PID,
     evidence: tuple[Evidence, ...] = (EVIDENCE_TORCH_THREADS,),
+    anatomy: StepAnatomy | None = None,
+    cost: StepCost | None = None,
 ) -> TrainingView:
     """A training process as the collector sees it; ``evidence`` says why it is one (torch named its threads,
-    unless told otherwise: empty makes a plain GPU process)."""
-    probe = ProbeReport(PROBE_OK, loaders=(load,) if load else (), cuda=cuda) if load or cuda else ProbeReport()
+    unless told otherwise: empty makes a plain GPU process). A probe report is made where there is a loader, CUDA
+    memory or a step ``anatomy`` to report."""
+    reported = load or cuda or anatomy
+    probe = ProbeReport(PROBE_OK, loaders=(load,) if load else (), cuda=cuda, step=anatomy) if reported else None
     cpu = [w.host.cpu_percent for w in worker_list if w.host.cpu_percent is not None]
     return TrainingView(
         pid=pid,
@@ -138,8 +150,49 @@ def view(
             busy_share=main_busy,
             activity=None if main_busy is None else "running" if main_busy > 0.75 else "waiting",
         ),
-        probe=probe if load or cuda else ProbeReport(PROBE_NONE),
+        probe=probe or ProbeReport(PROBE_NONE),
         evidence=evidence,
+        cost=cost,
+    )
+
+
+def step(
+    clock: StepClock = "cuda",
+    step_s: float | None = None,
+    p95_s: float | None = None,
+    warmup_s: float | None = None,
+    drift: float | None = 1.0,
+    h2d_bytes: int | None = None,
+    pageable: float | None = None,
+    blocking: float | None = None,
+    syncs: tuple[SyncSite, ...] = (),
+    flops: float | None = None,
+    **phases: float,
+) -> StepAnatomy:
+    """The probe's step anatomy with ``phases`` in seconds (``forward=0.02``); the median step is their sum unless
+    ``step_s`` says otherwise, and the 95th percentile 5 % above it."""
+    timed: tuple[tuple[Phase, float], ...] = tuple((p, phases[p]) for p in PHASES if p in phases)
+    median = step_s if step_s is not None else sum(phases.values())
+    return StepAnatomy(
+        boundary="DataLoader",
+        clock=clock,
+        steps=1000,
+        window_s=10.0,
+        window_steps=int(10 / median) if median else 0,
+        step_s=median,
+        step_p95_s=p95_s if p95_s is not None else median * 1.05,
+        warmup_step_s=warmup_s if warmup_s is not None else median,
+        drift=drift,
+        steps_per_s=1 / median if median else None,
+        phases_s=timed,
+        h2d_bytes_per_step=h2d_bytes,
+        h2d_pageable_share=pageable,
+        h2d_blocking_share=blocking,
+        syncs_per_step=sum(s.per_step for s in syncs) if clock == "cuda" else None,
+        sync_sites=syncs,
+        sync_sampled_steps=20 if clock == "cuda" else 0,
+        flops_per_step=flops,
+        flops_source="counted" if flops is not None else None,
     )
 
 

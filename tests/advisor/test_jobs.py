@@ -12,7 +12,7 @@ from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.rules import node_cpu_oversubscribed, rank_imbalance, straggler
 from gputop.jobs import JOB_TORCHRUN, Job, JobRank, find_jobs
 from gputop.model import HostProcess, Launch, Snapshot
-from tests.advisor.build import gpu, host, loader, row, sample, snapshot, view, window, workers
+from tests.advisor.build import gpu, host, loader, row, sample, snapshot, step, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -20,9 +20,9 @@ CONFIG = AdvisorConfig(window_s=10.0)
 FIRST = 7000
 
 
-def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None):
+def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None, steps: dict | None = None):
     """A torchrun job with one rank per dict (``wait``, ``busy``, ``steps``, ``workers``, ``worker_status``,
-    ``batch``), and each rank's window."""
+    ``batch``), and each rank's window; ``steps`` gives ranks their probe's step anatomy, by rank."""
     members = []
     windows = {}
     for n, figures in enumerate(ranks):
@@ -37,6 +37,7 @@ def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None):
             workers(figures.get("workers", 2), status=figures.get("worker_status", "sleeping"), first=9000 + 10 * n),
             main_busy=figures.get("busy", 0.6),
             pid=pid,
+            anatomy=(steps or {}).get(n),
         )
         training = dataclasses.replace(training, launch=Launch(rank=n, local_rank=n, world_size=len(ranks)))
         machine = host(cores=cores)
@@ -84,6 +85,53 @@ def test_no_straggler_in_a_balanced_job_or_when_nobody_waits():
     assert straggler(*job_of({"busy": 0.6}, {"busy": 0.62}, {"busy": 0.58}), CONFIG) is None
     # Rank 1 does more, but the others are not waiting for it (they are busy too): not holding anyone back.
     assert straggler(*job_of({"busy": 0.95}, {"busy": 0.97, "steps": 3.0}), CONFIG) is None
+
+
+# -- straggler from the step -----------------------------------------------------------------------------------------
+
+# A rank's step as the probe reports it: 20 ms forward, 30 ms backward, 5 ms optimizer and other, its wait for the
+# others in collectives; ``extra`` seconds more in one phase for the slow rank.
+BALANCED = {"data": 0.002, "forward": 0.02, "backward": 0.03, "optimizer": 0.005, "other": 0.005}
+
+
+def rank_step(collective: float, **extra: float):
+    phases = {p: BALANCED[p] + extra.get(p, 0.0) for p in BALANCED}
+    return step(clock="host", collective=collective, **phases)
+
+
+def test_the_rank_the_others_wait_for_in_collectives_is_the_straggler_named_with_its_phase():
+    # Rank 1 sleeps 60 ms in its forward pass: off the CPU like the others, who wait those 60 ms in the all-reduce.
+    steps = {0: rank_step(0.065), 1: rank_step(0.005, forward=0.06)}
+    job, windows = job_of({"busy": 0.1}, {"busy": 0.1}, host_name="node-b", steps=steps)
+
+    found = straggler(job, windows, CONFIG)
+
+    assert found.pid == FIRST + 1
+    assert found.finding.title == "Straggler: rank 1 holds the other 1 back"
+    assert "rank 1 (PID 7001 on node-b, GPU 1) spends 80 ms of each step in forward, the others' median 20 ms" in (
+        found.finding.detail
+    )
+    assert found.finding.evidence["phase"] == "forward" and found.finding.evidence["measured_by"] == "step"
+    assert found.finding.evidence["others_wait_share"] == pytest.approx(0.51, abs=0.01)
+    assert "its forward pass on rank 1" in found.finding.action
+
+
+def test_a_rank_waiting_for_its_data_is_no_straggler_by_the_step_either():
+    # The others wait for rank 1 in the all-reduce, but for its input: rank-imbalance names that.
+    steps = {0: rank_step(0.065), 1: rank_step(0.005, data=0.06)}
+    assert straggler(*job_of({"busy": 0.1}, {"busy": 0.1}, steps=steps), CONFIG) is None
+
+
+def test_ranks_that_all_wait_in_collectives_alike_have_no_straggler():
+    # A slow network: every rank waits as long in the all-reduce, and none works longer.
+    steps = {0: rank_step(0.06), 1: rank_step(0.065, backward=0.002), 2: rank_step(0.062)}
+    assert straggler(*job_of({"busy": 0.4}, {"busy": 0.4}, {"busy": 0.4}, steps=steps), CONFIG) is None
+
+
+def test_the_step_decides_over_the_cpu_where_every_rank_reports_it():
+    # Rank 1's main thread is busier (it logs), but the step shows nobody waiting for it.
+    steps = {0: rank_step(0.004), 1: rank_step(0.004)}
+    assert straggler(*job_of({"busy": 0.5}, {"busy": 0.95}, steps=steps), CONFIG) is None
 
 
 # -- rank-imbalance -------------------------------------------------------------------------------------------------
@@ -219,3 +267,61 @@ def test_processes_that_share_only_init_or_a_shell_are_not_one_job():
     hosts = (*(HostProcess(v.pid, 600, name="python3") for v in views), spawner)
     (job,) = find_jobs(dataclasses.replace(snap, training=views, host_processes=hosts))
     assert (job.kind, len(job.ranks)) == ("processes", 3)
+
+
+# -- the engine: the straggler named in time, and only where there is one -------------------------------------------
+
+STEPS_FROM_S = 8.0
+"""When the probe reports its first step anatomy: imports, the process group and the warm-up steps come first."""
+
+
+def torchrun_snapshot(t: float, *ranks: dict) -> Snapshot:
+    """Two or more ranks of one torchrun job at ``t``, each from a dict: ``busy`` (its main thread's CPU share),
+    ``steps`` (steps per second), ``anatomy`` (its step, reported from ``STEPS_FROM_S``)."""
+    snap = ranks_snapshot(t, len(ranks))
+    views = []
+    for n, figures in enumerate(ranks):
+        anatomy = figures.get("anatomy") if t >= STEPS_FROM_S else None
+        made = view(
+            loader(wait=0.02, steps=figures.get("steps", 8.0)),
+            workers(2, first=9000 + 10 * n),
+            main_busy=figures.get("busy", 0.1),
+            pid=FIRST + n,
+            anatomy=anatomy,
+        )
+        views.append(dataclasses.replace(made, launch=snap.training[n].launch))
+    return dataclasses.replace(snap, training=tuple(views))
+
+
+def raised_at(*ranks: dict, seconds: float = 60.0) -> dict[str, tuple[float, int]]:
+    """The rule ids raised over ``seconds`` of one-second ticks at the default window, each with when it was first
+    raised and the PID it named."""
+    advisor = Advisor()
+    found: dict[str, tuple[float, int]] = {}
+    t = 0.0
+    while t <= seconds:
+        for advice in advisor.update(torchrun_snapshot(t, *ranks)):
+            found.setdefault(advice.id, (t, advice.pid))
+        t += 1.0
+    return found
+
+
+def test_a_rank_sleeping_in_its_forward_is_named_the_straggler_within_30_s_of_the_job_starting():
+    # Both main threads are off the CPU 90% of the time: rank 1 asleep in its compute, rank 0 in the all-reduce.
+    found = raised_at({"anatomy": rank_step(0.065)}, {"anatomy": rank_step(0.005, forward=0.06)})
+
+    at, pid = found["straggler"]
+    assert pid == FIRST + 1 and at <= 30.0
+
+
+def test_a_rank_burning_cpu_is_still_named_without_the_probes_step():
+    found = raised_at({"busy": 0.5, "steps": 5.0}, {"busy": 0.9, "steps": 5.0})
+
+    at, pid = found["straggler"]
+    assert pid == FIRST + 1 and at <= 30.0
+
+
+@pytest.mark.parametrize("anatomy", [True, False], ids=["with the step", "without it"])
+def test_a_healthy_job_has_no_straggler(anatomy):
+    ranks = [{"busy": 0.6, "anatomy": rank_step(0.004) if anatomy else None} for _ in range(2)]
+    assert "straggler" not in raised_at(*ranks, seconds=90.0)

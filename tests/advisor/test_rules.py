@@ -65,6 +65,13 @@ def test_data_starved_on_io_suggests_more_workers_than_cores():
     assert finding.source == SOURCE_BOTH
 
 
+def test_data_starved_names_the_line_that_builds_the_dataloader():
+    training = view(loader(wait=0.5, workers=2, created_at="train.py:41"), workers(2), usable=8)
+    finding = data_starved(window(lambda t: sample(t, training, gpus=(gpu(busy=40.0),))), CONFIG)
+
+    assert finding.action.startswith("Set num_workers=5 at train.py:41 (2 now)")
+
+
 def test_data_starved_on_cpu_caps_workers_at_the_cores_less_the_main_process():
     finding = data_starved(starved(wait=0.5, nw=2, status="running", cpu=98.0, cores=4), CONFIG)
 
@@ -197,6 +204,13 @@ def test_loader_in_main_process_loading_on_the_cpu_is_capped_at_the_free_cores()
     assert finding.severity == WARNING
 
 
+def test_loader_in_main_process_names_the_line_that_builds_the_dataloader():
+    training = view(loader(wait=0.8, workers=0, created_at="train.py:41"), main_busy=1.0, usable=2)
+    finding = loader_in_main_process(window(lambda t: sample(t, training, machine=host(cores=2))), CONFIG)
+
+    assert finding.action.startswith("Set num_workers=1 at train.py:41:")
+
+
 def test_loader_in_main_process_loading_asleep_is_not_capped():
     # The main thread is on the CPU only while it computes (20 % of a step): loading sleeps.
     finding = loader_in_main_process(in_main(wait=0.8, main_busy=0.2, cores=2), CONFIG)
@@ -259,6 +273,13 @@ def test_pin_memory_off_in_a_cuda_job_waiting_for_data():
     assert finding.suggest == {"pin_memory": True}
     assert "non_blocking=True" in finding.action
     assert finding.severity == WARNING
+
+
+def test_pin_memory_off_names_the_line_that_builds_the_dataloader():
+    training = view(loader(wait=0.35, workers=4, created_at="data.py:12"), workers(4))
+    finding = pin_memory_off(window(lambda t: sample(t, training, gpus=(gpu(busy=60),))), CONFIG)
+
+    assert "Set pin_memory=True in the DataLoader at data.py:12 and move batches" in finding.action
 
 
 def test_pin_memory_off_with_heavy_host_to_device_traffic():
@@ -340,6 +361,14 @@ def test_batch_too_small_computes_the_batch_that_fits_from_the_probes_memory_mod
     assert finding.evidence["per_sample_bytes"] == 128 * MIB
     assert finding.evidence["suggested_peak_bytes"] <= 0.9 * 80 * GIB - GIB
     assert finding.source == SOURCE_BOTH
+
+
+def test_batch_too_small_names_the_line_that_builds_the_dataloader():
+    probe = device(allocated_gib=4, reserved_gib=9, peak_gib=8, reserved_peak_gib=9, nvml_gib=10)
+    training = view(loader(wait=0.01, batch=32, workers=2, created_at="train.py:41"), workers(2), cuda=(probe,))
+    finding = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40.0, used_gib=10),))), CONFIG)
+
+    assert finding.action.startswith("Set batch_size=472 at train.py:41 (32 now)")
 
 
 def test_batch_too_small_names_what_a_step_starts_with_part_by_part():

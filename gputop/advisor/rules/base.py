@@ -34,12 +34,16 @@ Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
 class Rule:
     """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window. A ``gpu``
     rule is about the GPU a process holds (idle, throttled): it applies to every GPU process, and its findings
-    are given once per GPU; the other rules need training evidence (``TrainingView.evidence``)."""
+    are given once per GPU; the other rules need training evidence (``TrainingView.evidence``), and a ``step``
+    rule the probe's step anatomy."""
 
     id: str
     check: Check
     idle: bool = False
     gpu: bool = False
+    step: bool = False
+    """Needs the probe's step anatomy: not evaluated for a process until its probe has reported one, so that a
+    process without it costs the rule nothing (evaluations, once begun, go on: a finding clears as any other)."""
 
     def hold_s(self, config: AdvisorConfig) -> float:
         return config.gpu_idle_s if self.idle else config.window_s
@@ -77,8 +81,22 @@ def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
     return w.cached(("recent", config.window_s), lambda: _covered(w.last(config.window_s), config.window_s))
 
 
+def timed_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
+    """``recent_window``, for a process whose probe reports its step anatomy now; None otherwise (and cheaply:
+    most processes have none)."""
+    return None if w.latest.step is None else recent_window(w, config)
+
+
 def _covered(recent: JobWindow, seconds: float) -> JobWindow | None:
     return recent if recent.covers(seconds) else None
+
+
+def loader_line(sample: JobSample) -> str:
+    """`` at train.py:41``: where the job built the DataLoader it iterates, for the words of a change to it; empty
+    where the probe does not say."""
+    loader = sample.loader
+    at = loader.created_at if loader is not None else None
+    return f" at {at}" if at else ""
 
 
 def wait_severity(wait: float) -> Severity:

@@ -3,9 +3,11 @@ and a node whose ranks together start more DataLoader workers than it has cores.
 
 Each takes the job (``gputop.jobs``) and the window of each of its ranks, and names the rank (or node) it is
 about. In synchronous data-parallel training every rank takes the same time per step: the ranks that finish
-their own work first wait for the last one inside the gradients' all-reduce. From outside that wait shows as the
-main thread off the CPU while the loop is not waiting for data; what a rank computes per step is its main
-thread's time on the CPU.
+their own work first wait for the last one inside the gradients' all-reduce. The probe's step anatomy shows that
+wait as each rank's ``collective`` phase, and the rank the others wait for as the one whose own phases take longer
+while it waits least, whatever makes it slower (its CPU, its I/O, a sleep, its GPU). Without the anatomy the
+wait shows from outside as the main thread off the CPU while the loop is not waiting for data, and what a rank
+computes per step as its main thread's time on the CPU: that finds only a rank slowed on the CPU.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import worker_activity
-from gputop.advisor.readers import DATA_WAIT_SHARE, MAIN_THREAD_BUSY, STEPS_PER_S
+from gputop.advisor.readers import DATA_WAIT_SHARE, HAS_STEP, MAIN_THREAD_BUSY, PHASE_S, STEP_MEAN_S, STEPS_PER_S
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
-from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.advisor.window import MIN_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, JobRank
-from gputop.model import INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING
+from gputop.model import INFO, PHASES, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Phase
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +40,14 @@ JobCheck = Callable[[Job, Mapping[int, JobWindow], AdvisorConfig], "JobFinding |
 
 @dataclass(frozen=True, slots=True)
 class JobRule:
-    """A job rule's stable id and its check; it holds for a window like a process's rule."""
+    """A job rule's stable id and its check; it holds for ``windows`` windows (one, like a process's rule)."""
 
     id: str
     check: JobCheck
+    windows: float = 1.0
 
     def hold_s(self, config: AdvisorConfig) -> float:
-        return config.window_s
+        return config.window_s * self.windows
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,68 @@ def rank_stats(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig
     return found
 
 
+OWN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if p not in ("data", "collective"))
+"""The phases in which a rank does its own work: not waiting for its data (``rank-imbalance``'s) nor for the other
+ranks."""
+PHASE_WORDS: dict[Phase, str] = {
+    "h2d": "its host-to-device copies",
+    "forward": "its forward pass",
+    "backward": "its backward pass",
+    "optimizer": "its optimizer step",
+    "other": "its own code between the phases (other)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RankSteps:
+    """One rank's step over the samples of the last window that carry the probe's anatomy: the median seconds per
+    phase (phases it did not report are left out) and of the whole step."""
+
+    rank: JobRank
+    window: JobWindow
+    step_s: float
+    phases: dict[Phase, float]
+
+    @property
+    def own_s(self) -> float:
+        """Seconds per step of its own work: every phase but waiting for data and for the other ranks."""
+        return sum(self.phases.get(p, 0.0) for p in OWN_PHASES)
+
+    @property
+    def wait_share(self) -> float:
+        """The share of its step it waits for the other ranks in collectives."""
+        return self.phases.get("collective", 0.0) / self.step_s
+
+
+def step_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
+    """The samples of the last window that carry the probe's step anatomy, or None for fewer than ``MIN_SAMPLES``.
+    Each is already the probe's statistic over its own window of steps: a whole window of them is not waited
+    for."""
+    found = w.last(config.window_s).where(HAS_STEP)
+    return found if len(found.samples) >= MIN_SAMPLES else None
+
+
+def rank_steps(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> list[RankSteps] | None:
+    """Each rank's step, in the job's order; None unless every rank with a window reports its step with the waits
+    in collectives, and some rank waits in them at all (a probe that cannot see them reports none)."""
+    found = []
+    for rank in job.ranks:
+        window = windows.get(rank.pid)
+        if window is None:
+            continue
+        steps = step_window(window, config)
+        if steps is None:
+            return None
+        step_s = steps.median(STEP_MEAN_S)
+        phases = {p: v for p in PHASES if (v := steps.median(PHASE_S(p))) is not None}
+        if not step_s or "collective" not in phases:
+            return None
+        found.append(RankSteps(rank, steps, step_s, phases))
+    if len(found) < 2 or not any(r.phases["collective"] > 0 for r in found):
+        return None
+    return found
+
+
 def rank_name(rank: JobRank) -> str:
     """``rank 3 (PID 4104 on gpu-node-2)``."""
     where = f"PID {rank.pid}" + (f" on {rank.host}" if rank.host else "")
@@ -100,6 +165,79 @@ def rank_name(rank: JobRank) -> str:
 
 
 def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
+    """The rank the others wait for: from the probe's step anatomy where every rank reports it, else from the main
+    threads' time on the CPU."""
+    steps = rank_steps(job, windows, config)
+    if steps is not None:
+        return _step_straggler(job, steps)
+    return _cpu_straggler(job, windows, config)
+
+
+def _named(rank: JobRank, window: JobWindow) -> str:
+    """``rank 1 (PID 4104 on gpu-node-2, GPU 1)``."""
+    name = rank_name(rank)
+    gpus = window.latest.gpus
+    return name[:-1] + f", GPU {', '.join(str(g.index) for g in gpus)})" if gpus else name
+
+
+def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
+    """One rank's own phases take well longer than the others' median while the others wait for it in
+    collectives and it waits little: the others' wait is its extra work."""
+    slowest = max(ranks, key=lambda r: r.own_s)
+    others = [r for r in ranks if r is not slowest]
+    own = statistics.median(r.own_s for r in others)
+    excess = slowest.own_s - own
+    step_s = statistics.median(r.step_s for r in ranks)
+    waiting = statistics.median(r.wait_share for r in others)
+    if own <= 0 or excess < own * th.STRAGGLER_SLOWER or excess < th.STRAGGLER_OTHERS_WAIT * step_s:
+        return None
+    if waiting < th.STRAGGLER_OTHERS_WAIT or waiting - slowest.wait_share < th.STRAGGLER_OTHERS_WAIT:
+        return None
+    medians = {p: statistics.median(r.phases.get(p, 0.0) for r in others) for p in OWN_PHASES}
+    phase = max(OWN_PHASES, key=lambda p: slowest.phases.get(p, 0.0) - medians[p])
+    theirs = medians[phase]
+    mine = slowest.phases.get(phase, 0.0)
+    name = _named(slowest.rank, slowest.window)
+    differences = _differences(slowest.window, [r.window for r in others])
+    return JobFinding(
+        Finding(
+            severity=WARNING,
+            title=f"Straggler: {rank_name(slowest.rank).split(' (')[0]} holds the other {len(others)} back",
+            detail=f"{name} spends {mine * 1000:.0f} ms of each step in {phase}, the others' median "
+            f"{theirs * 1000:.0f} ms; its own work takes {slowest.own_s * 1000:.0f} ms a step against the others' "
+            f"{own * 1000:.0f} ms, and the others wait for it in collectives {pct(waiting)} of each step (it waits "
+            f"{pct(slowest.wait_share)})",
+            action=(
+                f"Look at {PHASE_WORDS[phase]} on {name}: whatever makes it {(mine - theirs) * 1000:.0f} ms longer "
+                "there, on the CPU, in I/O, asleep or on its GPU"
+                + (": " + "; ".join(differences) if differences else "")
+                + ". The whole job runs at its pace: every step ends with the other ranks waiting for it in the "
+                "gradients' all-reduce."
+            ),
+            source=SOURCE_PROBE if not differences else SOURCE_BOTH,
+            evidence={
+                "rank": slowest.rank.rank,
+                "pid": slowest.rank.pid,
+                **({"host": slowest.rank.host} if slowest.rank.host else {}),
+                "gpus": tuple(g.index for g in slowest.window.latest.gpus),
+                "measured_by": "step",
+                "phase": phase,
+                "phase_s": round(mine, 4),
+                "others_phase_s": round(theirs, 4),
+                "own_step_s": round(slowest.own_s, 4),
+                "others_own_step_s": round(own, 4),
+                "others_wait_share": round(waiting, 3),
+                "own_wait_share": round(slowest.wait_share, 3),
+                "step_s": round(step_s, 4),
+                "ranks": len(ranks),
+            },
+        ),
+        slowest.rank.pid,
+        job.pids,
+    )
+
+
+def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig) -> JobFinding | None:
     """One rank's own work per step is well above the others' median while they wait for it."""
     stats = [s for s in rank_stats(job, windows, config) if s.own_s is not None]
     if len(stats) < 2:
@@ -115,11 +253,8 @@ def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig)
     if excess < th.STRAGGLER_OTHERS_WAIT * step_s:
         return None  # more compute, but too little of a step to be what the others wait for
     slower = (slowest.own_s or 0.0) / own - 1
-    name = rank_name(slowest.rank)
-    gpus = slowest.window.latest.gpus
-    if gpus:
-        name = name[:-1] + f", GPU {', '.join(str(g.index) for g in gpus)})"
-    differences = _differences(slowest, others)
+    name = _named(slowest.rank, slowest.window)
+    differences = _differences(slowest.window, [s.window for s in others])
     return JobFinding(
         Finding(
             severity=WARNING,
@@ -149,27 +284,29 @@ def straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig)
     )
 
 
-def _differences(rank: RankStats, others: Sequence[RankStats]) -> list[str]:
+def _differences(mine: JobWindow, theirs: Sequence[JobWindow]) -> list[str]:
     """What sets the straggler apart from the others, in words: data wait, CPU, its GPU, its batch."""
     found = []
-    waits = [s.data_wait for s in others if s.data_wait is not None]
-    if rank.data_wait is not None and waits and rank.data_wait - statistics.median(waits) >= th.DATA_WAIT_INFO:
-        found.append(f"it waits for data {pct(rank.data_wait)} of its step, the others {pct(statistics.median(waits))}")
-    busy = [s.main_busy for s in others if s.main_busy is not None]
-    if rank.main_busy is not None and busy:
+    wait = mine.median(DATA_WAIT_SHARE)
+    waits = [v for w in theirs if (v := w.median(DATA_WAIT_SHARE)) is not None]
+    if wait is not None and waits and wait - statistics.median(waits) >= th.DATA_WAIT_INFO:
+        found.append(f"it waits for data {pct(wait)} of its step, the others {pct(statistics.median(waits))}")
+    main = mine.median(MAIN_THREAD_BUSY)
+    busy = [v for w in theirs if (v := w.median(MAIN_THREAD_BUSY)) is not None]
+    if main is not None and busy:
         others_busy = pct(statistics.median(busy))
-        found.append(f"its main thread is on the CPU {pct(rank.main_busy)} of the time, the others' {others_busy}")
-    latest = rank.window.latest
+        found.append(f"its main thread is on the CPU {pct(main)} of the time, the others' {others_busy}")
+    latest = mine.latest
     for gpu in latest.gpus:
         reasons = [r for r in gpu.throttle_reasons or () if r != "gpu_idle"]
         if reasons:
             found.append(f"GPU {gpu.index} is throttled ({', '.join(reasons)})")
-    names = {g.name for s in others for g in s.window.latest.gpus}
+    names = {g.name for w in theirs for g in w.latest.gpus}
     own_names = {g.name for g in latest.gpus}
     if names and own_names and not own_names <= names:
-        mine, theirs = (", ".join(sorted(n or "?" for n in group)) for group in (own_names, names))
-        found.append(f"its GPU is a {mine}, the others' {theirs}")
-    batches = {b for s in others if (b := s.window.latest.batch_size) is not None}
+        mine_names, their_names = (", ".join(sorted(n or "?" for n in group)) for group in (own_names, names))
+        found.append(f"its GPU is a {mine_names}, the others' {their_names}")
+    batches = {b for w in theirs if (b := w.latest.batch_size) is not None}
     if latest.batch_size is not None and batches and latest.batch_size not in batches:
         found.append(f"its batch_size is {latest.batch_size}, the others' {', '.join(map(str, sorted(batches)))}")
     return found

@@ -10,6 +10,7 @@ from gputop.advisor.rules.base import (
     device_gpu,
     device_increase,
     device_series,
+    loader_line,
     pct,
     recent_window,
     unallocated_shares,
@@ -81,7 +82,8 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             title=f"The GPU is under-filled: batch_size={larger} fits",
             detail=detail,
             action=(
-                f"Set batch_size={larger} ({batch} now): a step starts with {fmt_bytes(start)} allocated "
+                f"Set batch_size={larger}{loader_line(latest)}"
+                f" ({batch} now): a step starts with {fmt_bytes(start)} allocated "
                 f"({_persistent_words(latest.view.probe, device.device)}) and each sample adds "
                 f"{fmt_bytes(model.per_sample_bytes)} of activations at its peak, so {larger} samples fit in the "
                 f"GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to spare. Scale the learning rate with the "
@@ -165,7 +167,8 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         if plan is not None:
             suggest = {"batch_size": plan[0], "gradient_accumulation_steps": plan[1]}
             smaller_words = (
-                f"batch_size={plan[0]} with gradient accumulation over {plan[1]} steps (the same effective batch, "
+                f"batch_size={plan[0]}{loader_line(latest)} with gradient accumulation over {plan[1]} steps (the "
+                "same effective batch, "
                 f"peak about {pct(th.MEMORY_TARGET)} of the GPU)"
             )
     evidence: dict[str, object] = {

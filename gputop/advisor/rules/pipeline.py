@@ -12,6 +12,7 @@ from gputop.advisor.rules.base import (
     count,
     cuda_devices,
     gpu_words,
+    loader_line,
     pct,
     recent_window,
     remembered,
@@ -37,12 +38,16 @@ PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 
 """What flows from the host to the process's GPUs, the most of any of them."""
 
 
-def _more_workers_action(plan: WorkerPlan, workers: int, cores: int, held: Contention | None = None) -> str:
-    """What to do about a starved loop: the worker count, or what to do where more workers cannot help."""
+def _more_workers_action(
+    plan: WorkerPlan, workers: int, cores: int, held: Contention | None = None, line: str = ""
+) -> str:
+    """What to do about a starved loop: the worker count (at ``line``, where the DataLoader was built), or what to
+    do where more workers cannot help."""
     if plan.suggested is not None:
         capped = f", capped at {plan.suggested} by {plan.limit}" if plan.limit else ""
         action = (
-            f"Set num_workers={plan.suggested} ({workers} now): {count(workers, 'worker')} × step time ÷ compute time "
+            f"Set num_workers={plan.suggested}{line}"
+            f" ({workers} now): {count(workers, 'worker')} × step time ÷ compute time "
             f"is {plan.needed} with 25% headroom{capped}."
         )
         if plan.bottleneck == IO:
@@ -117,7 +122,8 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         return None
     activity = worker_activity(recent)
     held = contention(recent) if activity is None or worker_bottleneck(activity) == CPU else None
-    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), latest.host.memory_available_bytes, held)
+    memory = latest.host.memory_available_bytes
+    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
     return remembered(recent, "data-starved", inputs, _starved)
 
 
@@ -130,8 +136,10 @@ def _starved(
     cores: int,
     available: int,
     held: Contention | None,
+    line: str,
 ) -> Finding:
-    """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job."""
+    """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
+    ``line``: where the job built its DataLoader (`` at train.py:41``), or empty."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
     needed = workers_needed(workers, wait, in_main_process=False)
     uss = activity.uss_bytes_per_worker if activity is not None else None
@@ -174,7 +182,7 @@ def _starved(
         severity=wait_severity(wait),
         title=f"Input-bound: the loop waits for data {pct(wait)} of each step",
         detail=detail + gpu_words(busy),
-        action=_more_workers_action(plan, workers, cores, held if bottleneck == CPU else None),
+        action=_more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line),
         source=SOURCE_BOTH if activity is not None or busy is not None else SOURCE_PROBE,
         evidence=evidence,
         suggest=suggest,
@@ -205,7 +213,8 @@ def loader_in_main_process(w: JobWindow, config: AdvisorConfig) -> Finding | Non
         detail=f"the loop waits for data {pct(wait)} of each step at {steps:.1f} steps/s; loading runs {kind} "
         f"in the main process (main thread busy {pct(main)})",
         action=(
-            f"Set num_workers={workers}: workers load the next batches while the model computes. Loading takes "
+            f"Set num_workers={workers}{loader_line(recent.latest)}: workers load the next batches while the model "
+            "computes. Loading takes "
             f"{wait / max(1.0 - wait, 0.01):.2f}× the compute time, so {count(needed, 'worker')} with 25% headroom"
             + (f", capped at {workers} by {plan.limit}" if plan.limit else "")
             + ". Add persistent_workers=True so they start once."
@@ -243,12 +252,14 @@ def pin_memory_off(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
     if not (waits or copies):
         return None
-    inputs = (wait, rx, latest.view.pin_memory, latest.num_workers)
+    inputs = (wait, rx, latest.view.pin_memory, latest.num_workers, loader_line(latest))
     return remembered(recent, "pin-memory-off", inputs, _pin_memory_off)
 
 
-def _pin_memory_off(wait: float | None, rx: float | None, pin_memory: PinMemoryStatus, workers: int) -> Finding:
-    """``pin-memory-off``'s finding from what it measured."""
+def _pin_memory_off(
+    wait: float | None, rx: float | None, pin_memory: PinMemoryStatus, workers: int, line: str
+) -> Finding:
+    """``pin-memory-off``'s finding from what it measured; ``line``: where the DataLoader was built, or empty."""
     waits = wait is not None and wait >= th.DATA_WAIT_INFO
     copies = rx is not None and rx >= th.PCIE_RX_SIGNIFICANT_BYTES_PER_S
     reasons = []
@@ -261,7 +272,7 @@ def _pin_memory_off(wait: float | None, rx: float | None, pin_memory: PinMemoryS
         title="pin_memory is off in a CUDA job",
         detail=f"{pin_memory.evidence}; " + " and ".join(reasons),
         action=(
-            "Set pin_memory=True in the DataLoader and move batches with .to(device, non_blocking=True): pinned "
+            f"Set pin_memory=True in the DataLoader{line} and move batches with .to(device, non_blocking=True): pinned "
             "batches are copied by DMA at full PCIe speed while the GPU computes, where pageable ones are staged "
             "through a driver buffer and block the loop."
         ),
@@ -296,7 +307,8 @@ def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | Non
         f"first batch came {starts.pass_start_s:.2f} s after it started, where the loop waits "
         f"{starts.batch_wait_s:.3f} s for any other batch",
         action=(
-            "Set persistent_workers=True: the workers then live across epochs, keeping their Dataset copy, "
+            f"Set persistent_workers=True{loader_line(latest)}"
+            f": the workers then live across epochs, keeping their Dataset copy, "
             "imports and open files, instead of being started again at each one."
         ),
         source=SOURCE_BOTH if replaced else SOURCE_PROBE,

@@ -7,7 +7,7 @@ import math
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import worker_activity
 from gputop.advisor.readers import DATA_WAIT_SHARE, HOST_CPU, ReaderFamily
-from gputop.advisor.rules.base import Finding, count, pct, recent_window
+from gputop.advisor.rules.base import Finding, count, loader_line, pct, recent_window
 from gputop.advisor.samples import JobSample
 from gputop.advisor.suggest import cores_per_rank
 from gputop.advisor.trends import steady_rise
@@ -71,7 +71,8 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             f"rank; the host's CPUs are {host_cpu:.0f}% busy and the workers runnable {pct(activity.busy_share)} of "
             "the time",
             action=(
-                f"Set num_workers={fewer}: workers beyond the cores only take turns on them, and take CPU from "
+                f"Set num_workers={fewer}{loader_line(latest)}"
+                f": workers beyond the cores only take turns on them, and take CPU from "
                 "the main process, which then launches work late; each also holds its own memory."
             ),
             source=SOURCE_EXTERNAL if wait is None else SOURCE_BOTH,
@@ -95,7 +96,8 @@ def too_many_workers(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         detail=f"the workers are runnable {pct(activity.busy_share)} of the time and the loop waits for data "
         f"{pct(wait)} of each step; together they hold {fmt_bytes(memory)} of their own",
         action=(
-            f"Set num_workers={fewer}: half the workers (or their CPU use with 25% headroom) keep up, and free "
+            f"Set num_workers={fewer}{loader_line(latest)}"
+            f": half the workers (or their CPU use with 25% headroom) keep up, and free "
             f"about {fmt_bytes(memory * (workers - fewer) / workers)}. Check that the data wait stays under 10%."
         ),
         source=SOURCE_BOTH,
