@@ -692,6 +692,8 @@ CODE_SITE = r"[^\s:][^:]{0,254}:[1-9][0-9]{0,6}"
 """What a place in the job's code (``SyncSite.site``, ``LoaderView.created_at``) may be: a file as the job names it
 (no colon in it, at most 255 characters) and a line number, ``train.py:57``. The probe reader and the snapshot
 decoder both hold a site to this pattern, so that advice can quote it whole."""
+SYNC_CALL = r"[A-Za-z_][A-Za-z0-9_.]{0,39}"
+"""What ``SyncSite.call`` may be: the name of what waited (``item``, ``cpu``, ``Tensor.nonzero``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from gputop.model import (
     PROBE_NONE,
     PROBE_OK,
     PROBE_STALE,
+    SYNC_CALL,
     TENSOR_DEVICE,
     CudaMemory,
     FlopsSource,
@@ -226,7 +227,7 @@ _BOUNDARIES: tuple[str, ...] = get_args(StepBoundary)
 _CLOCKS: tuple[str, ...] = get_args(StepClock)
 _FLOPS_SOURCES: tuple[str, ...] = get_args(FlopsSource)
 _SITE = re.compile(CODE_SITE)
-_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,39}")
+_CALL = re.compile(SYNC_CALL)
 
 
 def _step(item: dict[str, Any]) -> StepAnatomy:

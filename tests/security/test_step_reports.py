@@ -41,6 +41,31 @@ STEP: dict[str, Any] = {
     "unavailable": {"h2d_pageable_share": "no copies seen"},
 }
 
+STEP_ANATOMY = StepAnatomy(
+    boundary="DataLoader",
+    clock="cuda",
+    steps=1200,
+    window_s=10.0,
+    window_steps=600,
+    step_s=0.0164,
+    step_p95_s=0.0171,
+    warmup_step_s=0.9,
+    drift=1.02,
+    steps_per_s=60.5,
+    samples_per_s=1936.0,
+    phases_s=(("data", 0.0002), ("forward", 0.0063), ("backward", 0.0092), ("optimizer", 0.001), ("other", 0.0005)),
+    h2d_bytes_per_step=1 << 20,
+    h2d_pageable_share=1.0,
+    h2d_blocking_share=0.0,
+    syncs_per_step=1.0,
+    sync_sites=(SyncSite("train.py:57", "item", 1.0),),
+    sync_sampled_steps=20,
+    flops_per_step=1.224e12,
+    flops_source="counted",
+    unavailable={"h2d_pageable_share": "no copies seen"},
+)
+"""What ``STEP`` reads into."""
+
 
 def report(**fields: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
@@ -66,29 +91,7 @@ def test_a_well_formed_step_reads_whole_with_its_phases_in_their_order() -> None
     probe = parsed(report())
 
     assert probe.status == PROBE_OK and probe.step_reason is None
-    assert probe.step == StepAnatomy(
-        boundary="DataLoader",
-        clock="cuda",
-        steps=1200,
-        window_s=10.0,
-        window_steps=600,
-        step_s=0.0164,
-        step_p95_s=0.0171,
-        warmup_step_s=0.9,
-        drift=1.02,
-        steps_per_s=60.5,
-        samples_per_s=1936.0,
-        phases_s=(("data", 0.0002), ("forward", 0.0063), ("backward", 0.0092), ("optimizer", 0.001), ("other", 0.0005)),
-        h2d_bytes_per_step=1 << 20,
-        h2d_pageable_share=1.0,
-        h2d_blocking_share=0.0,
-        syncs_per_step=1.0,
-        sync_sites=(SyncSite("train.py:57", "item", 1.0),),
-        sync_sampled_steps=20,
-        flops_per_step=1.224e12,
-        flops_source="counted",
-        unavailable={"h2d_pageable_share": "no copies seen"},
-    )
+    assert probe.step == STEP_ANATOMY
 
 
 @pytest.mark.parametrize("value", [None, "absent"])
