@@ -147,6 +147,20 @@ GPU_GAUGES: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
     ),
 )
 
+# (metric name without _total, help, how to read it from a Gpu): one counter each, labelled with GPU_LABELS.
+GPU_COUNTERS: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
+    (
+        "gputop_gpu_ecc_uncorrected_errors",
+        "Uncorrected ECC errors since the driver was loaded (volatile count).",
+        lambda g: g.ecc_uncorrected_volatile,
+    ),
+    (
+        "gputop_gpu_energy_joules",
+        "Energy the GPU used since the driver was loaded (NVML's total energy counter; Volta and newer).",
+        lambda g: g.energy_j,
+    ),
+)
+
 MIG_GAUGES: tuple[tuple[str, str, Callable[[MigInstance], Number]], ...] = (
     ("gputop_mig_memory_total_bytes", "Memory of the MIG instance.", lambda m: m.memory_total_bytes),
     ("gputop_mig_memory_used_bytes", "Memory of the MIG instance in use.", lambda m: m.memory_used_bytes),
@@ -343,24 +357,13 @@ def gpu_families(gpus: Sequence[Gpu]) -> list[Metric]:
             for reason in THROTTLE_REASONS:
                 throttle.add_metric([*gpu_labels(g), reason], int(reason in g.throttle_reasons))
     families.append(throttle)
-    ecc = CounterMetricFamily(
-        "gputop_gpu_ecc_uncorrected_errors",
-        "Uncorrected ECC errors since the driver was loaded (volatile count).",
-        labels=GPU_LABELS,
-    )
-    for g in gpus:
-        if g.ecc_uncorrected_volatile is not None:
-            ecc.add_metric(gpu_labels(g), g.ecc_uncorrected_volatile)
-    families.append(ecc)
-    energy = CounterMetricFamily(
-        "gputop_gpu_energy_joules",
-        "Energy the GPU used since the driver was loaded (NVML's total energy counter; Volta and newer).",
-        labels=GPU_LABELS,
-    )
-    for g in gpus:
-        if g.energy_j is not None:
-            energy.add_metric(gpu_labels(g), g.energy_j)
-    families.append(energy)
+    for name, help_text, read in GPU_COUNTERS:
+        counter = CounterMetricFamily(name, help_text, labels=GPU_LABELS)
+        for g in gpus:
+            count = read(g)
+            if count is not None:
+                counter.add_metric(gpu_labels(g), count)
+        families.append(counter)
     return families
 
 
