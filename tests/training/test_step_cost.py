@@ -4,6 +4,8 @@ its probe report (constructed, with the step's anatomy), and the snapshots the s
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from gputop.collect.step_cost import ENERGY_SPAN_S
 from gputop.collect.training import TrainingCollector
 from gputop.document import snapshot_to_dict
 from gputop.model import TrainingView
+from tests.conftest import FakeDriver
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import GIB, h100
 from tests.training.conftest import report_for
@@ -119,3 +122,34 @@ def test_a_gpu_older_than_volta_has_no_energy_per_step(fake_driver, probe_dir: P
     assert view.cost.unavailable["energy_per_step_j"] == "GPU 0: unsupported"
     assert view.cost.unavailable["mfu"] == "no peak known for Tesla P100-PCIE-16GB"
     assert view.cost.achieved_tflops == 100.0
+
+
+def test_gputop_once_json_carries_the_step_its_cost_and_the_energy_counter(tmp_path: Path, probe_dir: Path, spawn):
+    job = spawn()
+    driver = FakeDriver(tmp_path / "state.txt", "r550")
+    driver.write(state(job.pid, 15_636_002))
+    write_report(probe_dir, job.pid)
+
+    run = subprocess.run(
+        [sys.executable, "-m", "gputop", "--once", "--json"],
+        env={**driver.env(), "GPUTOP_PROBE_DIR": str(probe_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["gpus"][0]["energy_j"] == 15636.002
+    (view,) = [v for v in document["training"] if v["pid"] == job.pid]
+    assert view["probe"]["step"]["steps_per_s"] == STEPS_PER_S
+    assert view["probe"]["step"]["phases_s"] == [
+        ["data", 0.001],
+        ["forward", 0.006],
+        ["backward", 0.01],
+        ["optimizer", 0.003],
+    ]
+    cost = view["cost"]
+    assert (cost["achieved_tflops"], cost["precision"], cost["peak_tflops"]) == (100.0, "bf16", 989.5)
+    # One reading of the counter in --once's 0.12 s: energy per step needs seconds.
+    assert (cost["energy_per_step_j"], cost["unavailable"]["energy_per_step_j"]) == (None, "measuring")
