@@ -4,6 +4,8 @@ achieved TFLOP/s and MFU against the peak of the precision in use; None with a r
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
@@ -234,3 +236,32 @@ def test_the_precision_in_use(autocast, dtypes, matmul, precision) -> None:
 
     assert found == precision
     assert (why is None) == (precision is not None)
+
+
+REAL_TRACE = Path(__file__).resolve().parents[1] / "data" / "captures" / "h100-80gb-hbm3-energy-bf16-matmul.json"
+
+
+def test_a_real_h100_trace_gives_the_energy_per_step_read_by_hand_over_the_same_seconds() -> None:
+    """A bf16 matmul loop on a real H100, its energy counter read every 2 s as the slow cadence reads it: gputop's
+    energy per step (mean power over the loop's rate in its last 10 s) is the counter's difference over the matmuls
+    done between the same two readings, to 2 %; MFU is the loop's FLOP/s over the H100 SXM's 989.5."""
+    trace = json.loads(REAL_TRACE.read_text())
+    rows, energy, ticks = trace["rows"], EnergyHistory(), []
+    for at, energy_mj, done, _ in rows:
+        if not ticks or at - ticks[-1][0] >= 2.0:
+            energy.add(at, [gpu(energy_j=energy_mj / 1000, name=trace["name"])])
+            ticks.append((at, energy_mj, done))
+    last = rows[-1][0]
+    window = [row for row in rows if row[0] >= last - 10]
+    rate = (window[-1][2] - window[0][2]) / (window[-1][0] - window[0][0])
+    step = dataclasses.replace(
+        STEP, steps_per_s=rate, samples_per_s=None, flops_per_step=float(trace["flops_per_step"])
+    )
+    probe = dataclasses.replace(PROBE, step=step, autocast=False, parameter_dtypes=("bfloat16",))
+
+    result = step_cost(PID, {PID}, probe, [gpu(name=trace["name"])], [on(0)], energy)
+
+    (_, first_mj, first_done), (_, last_mj, last_done) = ticks[0], ticks[-1]
+    assert result is not None and result.energy_per_step_j is not None
+    assert result.energy_per_step_j == pytest.approx((last_mj - first_mj) / 1000 / (last_done - first_done), rel=0.02)
+    assert result.mfu == pytest.approx(trace["flops_per_step"] * rate / 1e12 / 989.5, abs=1e-4)
