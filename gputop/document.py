@@ -60,6 +60,8 @@ GPU_KEYS = (
     "pcie_link_gen_max",
     "pcie_link_width_max",
 )
+GPU_ENERGY_KEYS = ("energy_j",)
+"""NVML's energy counter, after GPM's profiling metrics: joules since the driver was loaded."""
 GPU_MIG_KEYS = ("mig_mode", "mig_pending_mode")
 """Keys added to a GPU object after ``unavailable`` (schema 1 grows by new keys only), before its ``mig`` list."""
 MIG_KEYS = (
@@ -148,11 +150,12 @@ def container_record(container: Container | None) -> dict[str, Any] | None:
 
 
 def gpu_record(g: Gpu) -> dict[str, Any]:
-    """One GPU object of schema 1: its keys, ``unavailable``, its MIG mode, GPM's profiling metrics, then its MIG
-    instances."""
+    """One GPU object of schema 1: its keys, ``unavailable``, its MIG mode, GPM's profiling metrics, its energy
+    counter, then its MIG instances."""
     out = _record(g, GPU_KEYS)
     out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
     out.update((key, getattr(g, key)) for key in GPM_PROFILE_FIELDS)
+    out.update((key, getattr(g, key)) for key in GPU_ENERGY_KEYS)
     out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
     return out
 

@@ -688,6 +688,14 @@ FlopsSource = Literal["counted", "estimate"]
 """Where ``flops_per_step`` comes from: torch's FLOP counter over one live step, or ``gputop estimate``."""
 
 
+CODE_SITE = r"[^\s:][^:]{0,254}:[1-9][0-9]{0,6}"
+"""What a place in the job's code (``SyncSite.site``, ``LoaderView.created_at``) may be: a file as the job names it
+(no colon in it, at most 255 characters) and a line number, ``train.py:57``. The probe reader and the snapshot
+decoder both hold a site to this pattern, so that advice can quote it whole."""
+SYNC_CALL = r"[A-Za-z_][A-Za-z0-9_.]{0,39}"
+"""What ``SyncSite.call`` may be: the name of what waited (``item``, ``cpu``, ``Tensor.nonzero``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SyncSite:
     """One place in the job's code where the host waited for the GPU: ``site`` is ``train.py:57``, ``call`` what
@@ -803,6 +811,9 @@ class ProbeReport:
     """The launcher's variables as the process itself sees them."""
     step: StepAnatomy | None = None
     """Where the job's steps spend their time; None before the probe has timed a step."""
+    step_reason: str | None = None
+    """Why ``step`` is None in a report that is otherwise good: its step part was malformed (the rest of the report
+    is still used). None where the probe has not timed a step yet."""
 
     @property
     def ok(self) -> bool:

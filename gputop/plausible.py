@@ -32,6 +32,9 @@ from gputop.model import (
     MigInstance,
     PinnedHostMemory,
     ProbeReport,
+    StepAnatomy,
+    StepCost,
+    SyncSite,
     TensorMemory,
     TrainingView,
     Worker,
@@ -77,6 +80,11 @@ POWER_W: Range = (0.0, 10_000.0)
 FAN_PERCENT: Range = (0.0, 200.0)
 """NVML's fan speed is a percentage of the fan's rated speed that "may exceed 100% in certain cases" (nvml.h); no fan
 spins at twice its rating."""
+ENERGY_J: Range = (0.0, 1e13)
+"""NVML's energy counter since the driver was loaded: 10 kW for 30 years is 9.5e12 J."""
+MFU: Range = (0.0, 10.0)
+"""Achieved FLOP/s over the peak: above 1 only where a FLOP count or a peak is wrong, which is shown, not hidden;
+ten times the peak is no measurement."""
 PSTATE: Range = (0.0, 15.0)
 """``NVML_PSTATE_0`` to ``NVML_PSTATE_15``; ``NVML_PSTATE_UNKNOWN`` (32) is read as unknown already."""
 CLOCK_MHZ: Range = (0.0, 100_000.0)
@@ -142,6 +150,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "gpm_pcie_rx_bytes_per_s": PCIE_BYTES_PER_S,
         "nvlink_tx_bytes_per_s": NVLINK_BYTES_PER_S,
         "nvlink_rx_bytes_per_s": NVLINK_BYTES_PER_S,
+        "energy_j": ENERGY_J,
     },
     MigInstance: {
         "gpu_instance_id": NVML_ID,
@@ -178,6 +187,14 @@ RANGES: dict[type, dict[str, Range]] = {
         "pass_start_s": UNBOUNDED,
         "pass_start_wait_share": SHARE,
     },
+    StepCost: {
+        "energy_per_step_j": UNBOUNDED,
+        "energy_per_sample_j": UNBOUNDED,
+        "power_w": UNBOUNDED,
+        "achieved_tflops": UNBOUNDED,
+        "peak_tflops": UNBOUNDED,
+        "mfu": MFU,
+    },
     # Classes without reasons: gputop never writes these out of range.
     HostInfo: {
         "cpu_percent": PERCENT,
@@ -211,6 +228,22 @@ RANGES: dict[type, dict[str, Range]] = {
         "prefetch_factor": UNBOUNDED,
         "timeout_s": UNBOUNDED,
     },
+    StepAnatomy: {
+        **_counts(StepAnatomy),
+        "window_s": UNBOUNDED,
+        "step_s": UNBOUNDED,
+        "step_p95_s": UNBOUNDED,
+        "warmup_step_s": UNBOUNDED,
+        "drift": UNBOUNDED,
+        "steps_per_s": UNBOUNDED,
+        "samples_per_s": UNBOUNDED,
+        "phases_s": UNBOUNDED,
+        "h2d_pageable_share": SHARE,
+        "h2d_blocking_share": SHARE,
+        "syncs_per_step": UNBOUNDED,
+        "flops_per_step": UNBOUNDED,
+    },
+    SyncSite: {"per_step": UNBOUNDED},
     CudaMemory: _counts(CudaMemory),
     PinnedHostMemory: _counts(PinnedHostMemory),
     TensorMemory: _counts(TensorMemory),
@@ -240,7 +273,7 @@ AT_MOST: dict[type, dict[str, str]] = {
 }
 """By class, the fields that cannot exceed another of the same object: a part of a whole."""
 
-KEEPS_REASONS = frozenset({Gpu, MigInstance, GpuProcess, HostProcess, Worker, MainThread, LoaderView})
+KEEPS_REASONS = frozenset({Gpu, MigInstance, GpuProcess, HostProcess, Worker, MainThread, LoaderView, StepCost})
 """The classes with an ``unavailable`` map: a value out of range there is None with a reason."""
 
 

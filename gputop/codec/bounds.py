@@ -9,10 +9,15 @@ import re
 
 from gputop.model import (
     CGROUP_PATH_CHARS,
+    CODE_SITE,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
+    SYNC_CALL,
     TENSOR_DEVICE,
     Container,
+    LoaderView,
+    StepCost,
+    SyncSite,
     TensorMemory,
 )
 
@@ -38,12 +43,19 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
         "pod_uid": CONTAINER_NAME_CHARS,
         "name": CONTAINER_NAME_CHARS,
     },
+    StepCost: {"precision": 16, "peak_source": 300},
 }
 """The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
 written by gputop."""
-TEXT_FORMS: dict[type, dict[str, re.Pattern[str]]] = {TensorMemory: {"device": re.compile(TENSOR_DEVICE)}}
+_SITE = re.compile(CODE_SITE)
+TEXT_FORMS: dict[type, dict[str, re.Pattern[str]]] = {
+    TensorMemory: {"device": re.compile(TENSOR_DEVICE)},
+    SyncSite: {"site": _SITE, "call": re.compile(SYNC_CALL)},
+    LoaderView: {"created_at": _SITE},
+}
 """The form each field of these classes must have, as the probe reader checks it: ``cuda:²`` would pass a type
-check, and then fail ``int`` where the device's ordinal is read."""
+check, and then fail ``int`` where the device's ordinal is read; a code site that advice quotes (``train.py:57``)
+is a file and a line, nothing else."""
 _NOT_TOKENS = bytes(sorted(set(range(256)) - set(b",:[{")))
 
 

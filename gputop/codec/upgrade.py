@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from gputop.codec.bounds import brief
 from gputop.codec.encode import FORMAT, FORMAT_KEY
-from gputop.model import GPM_PROFILE_FIELDS, TORCH_MAIN_THREAD, Gpu, HostProcess, evidence_of
+from gputop.model import GPM_PROFILE_FIELDS, TORCH_MAIN_THREAD, Gpu, HostProcess, LoaderView, evidence_of
 
 V1_PROCESS_HOST_KEYS = ("visible", "user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status")
 """A version-1 process row's keys that belong to its host process."""
@@ -28,8 +28,10 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "pcie_link_gen_max",
         "pcie_link_width_max",
         *GPM_PROFILE_FIELDS,
+        "energy_j",
     ),
     HostProcess: ("container",),
+    LoaderView: ("created_at",),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""

@@ -9,7 +9,9 @@ What a report holds is checked before any of it is used, in time and memory boun
 before it is read: its nesting depth (before parsing: the parser recurses), every value's type and range (no NaN
 or infinity, which would make the JSON output invalid; no integer too large for the exporters), the length of
 each list, and its strings, which are shown in a terminal, made printable. One bad value rejects the whole
-report, never more than that process's report.
+report, never more than that process's report, with two exceptions for the parts that only advice reads: a bad
+``step`` (the step's anatomy) is dropped with the reason (``ProbeReport.step_reason``), and a bad loader's
+``created_at`` is None with the reason in that loader's ``unavailable``; the rest of the report is used.
 """
 
 from __future__ import annotations
@@ -19,22 +21,32 @@ import math
 import os
 import re
 import stat
-from typing import Any, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypeGuard, get_args
 
 from gputop.collect.launch_env import launch_from
 from gputop.model import (
+    CODE_SITE,
+    PHASES,
     PROBE_FOREIGN,
     PROBE_MALFORMED,
     PROBE_NONE,
     PROBE_OK,
     PROBE_STALE,
+    SYNC_CALL,
     TENSOR_DEVICE,
     CudaMemory,
+    FlopsSource,
     LoaderConfig,
     LoaderView,
     PinnedHostMemory,
     ProbeReport,
+    StepAnatomy,
+    StepBoundary,
+    StepClock,
+    SyncSite,
     TensorMemory,
+    frozen_reasons,
 )
 from gputop.probe import channel
 from gputop.sanitize import printable
@@ -55,6 +67,8 @@ MAX_TEXT = 300
 MAX_INT = (1 << 63) - 1
 """Counts and bytes fit a signed 64-bit integer, as the recording and the exporters store them."""
 MAX_NUMBER = 1e18
+MAX_SYNC_SITES = 32
+"""Places in the job's code where the host waited for the GPU, in a report (the probe sends its busiest)."""
 
 
 class Malformed(ValueError):
@@ -173,6 +187,7 @@ def parse_report(
     host = (cuda or {}).get("host_pinned")
     if host is not None and not isinstance(host, dict):
         raise Malformed("cuda has the wrong shape")
+    step, step_reason = _step_or_reason(doc.get("step"))
     return ProbeReport(
         PROBE_OK,
         age_s=age,
@@ -191,7 +206,105 @@ def parse_report(
         parameter_dtypes=_dtypes(doc.get("parameter_dtypes")),
         **_tensors(doc.get("tensors")),
         launch=launch_from(_object(doc.get("launch") or {})),
+        step=step,
+        step_reason=step_reason,
     )
+
+
+def _step_or_reason(value: Any) -> tuple[StepAnatomy | None, str | None]:
+    """The step's anatomy, or None and why: a malformed step costs the step alone, not the report's loaders,
+    memory and launcher, which are read as before."""
+    if value is None:
+        return None, None
+    try:
+        return _step(_object(value)), None
+    except Malformed as exc:
+        return None, f"malformed step: {exc}"[:MAX_TEXT]
+
+
+_STEP_FIELDS = frozenset(StepAnatomy.__dataclass_fields__)
+_BOUNDARIES: tuple[str, ...] = get_args(StepBoundary)
+_CLOCKS: tuple[str, ...] = get_args(StepClock)
+_FLOPS_SOURCES: tuple[str, ...] = get_args(FlopsSource)
+_SITE = re.compile(CODE_SITE)
+_CALL = re.compile(SYNC_CALL)
+
+
+def _step(item: dict[str, Any]) -> StepAnatomy:
+    boundary, clock, source = item.get("boundary"), item.get("clock"), item.get("flops_source")
+    if boundary not in _BOUNDARIES:
+        raise Malformed(f"boundary: not one of {', '.join(_BOUNDARIES)}")
+    if clock not in _CLOCKS:
+        raise Malformed(f"clock: not one of {', '.join(_CLOCKS)}")
+    if source is not None and source not in _FLOPS_SOURCES:
+        raise Malformed(f"flops_source: not one of {', '.join(_FLOPS_SOURCES)}")
+    sites = _list(item.get("sync_sites") or [], "sync sites", MAX_SYNC_SITES)
+    return StepAnatomy(
+        boundary=boundary,
+        clock=clock,
+        steps=_int(item, "steps") or 0,
+        window_s=_number(item, "window_s"),
+        window_steps=_int(item, "window_steps") or 0,
+        step_s=_number(item, "step_s"),
+        step_p95_s=_number(item, "step_p95_s"),
+        warmup_step_s=_number(item, "warmup_step_s"),
+        drift=_number(item, "drift"),
+        steps_per_s=_number(item, "steps_per_s"),
+        samples_per_s=_number(item, "samples_per_s"),
+        phases_s=_phases(item.get("phases_s")),
+        h2d_bytes_per_step=_int(item, "h2d_bytes_per_step"),
+        h2d_pageable_share=_number(item, "h2d_pageable_share", 1.0),
+        h2d_blocking_share=_number(item, "h2d_blocking_share", 1.0),
+        syncs_per_step=_number(item, "syncs_per_step"),
+        sync_sites=tuple(_sync_site(_object(site)) for site in sites),
+        sync_sampled_steps=_int(item, "sync_sampled_steps") or 0,
+        flops_per_step=_number(item, "flops_per_step"),
+        flops_source=source,
+        unavailable=_reasons(item.get("unavailable"), _STEP_FIELDS),
+    )
+
+
+def _phases(value: Any) -> tuple[tuple[Any, float], ...]:
+    """The mean seconds of each phase, in ``PHASES`` order. A phase this gputop does not know is refused: the
+    phases add up to the step, so one left out would make the others look larger than they are."""
+    if value is None:
+        return ()
+    item = _object(value)
+    unknown = [name for name in item if name not in PHASES]
+    if unknown:
+        raise Malformed(f"phases_s: unknown phase {_shown(unknown[0])}")
+    return tuple((name, seconds) for name in PHASES if (seconds := _number(item, name)) is not None)
+
+
+def _sync_site(item: dict[str, Any]) -> SyncSite:
+    call = item.get("call")
+    if not isinstance(call, str) or not _CALL.fullmatch(call):
+        raise Malformed("sync site call: not a function name")
+    per_step = _number(item, "per_step")
+    if per_step is None:
+        raise Malformed("sync site without per_step")
+    return SyncSite(site=_site(item, "site"), call=call, per_step=per_step)
+
+
+def _site(item: dict[str, Any], key: str) -> str:
+    """A place in the job's code, ``train.py:57``: printable, at most ``MAX_TEXT`` characters, with its line."""
+    value = item.get(key)
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise Malformed(f"{key}: not a file and line")
+    text = printable(value)
+    if not _SITE.fullmatch(text):
+        raise Malformed(f"{key}: not a file and line")
+    return text
+
+
+def _reasons(value: Any, fields: frozenset[str]) -> Mapping[str, str]:
+    """An ``unavailable`` map: each key one of ``fields``, each reason a string made printable and short."""
+    if value is None:
+        return frozen_reasons(None)
+    item = _object(value)
+    if not all(isinstance(key, str) and key in fields for key in item):
+        raise Malformed("unavailable: names no field")
+    return frozen_reasons({key: _text(item, key) or "" for key in item})
 
 
 def _word(item: dict[str, Any], key: str) -> str | None:
@@ -263,6 +376,12 @@ def _loader(item: dict[str, Any], age: float) -> LoaderView:
         raise Malformed("loader without id")
     waiting = _number(item, "waiting_now_s")
     last_batch = _number(item, "last_batch_age_s")
+    created_at, reasons = None, {}
+    if item.get("created_at") is not None:
+        try:
+            created_at = _site(item, "created_at")
+        except Malformed as exc:
+            reasons["created_at"] = f"malformed: {exc}"
     pids = _list(item.get("worker_pids") or [], "worker PIDs", MAX_WORKER_PIDS)
     if not all(_is_int(p) and 0 < p <= channel.PID_MAX for p in pids):
         raise Malformed("worker_pids: not a list of PIDs")
@@ -282,6 +401,8 @@ def _loader(item: dict[str, Any], age: float) -> LoaderView:
         last_batch_age_s=None if last_batch is None else last_batch + age,
         pass_start_s=_number(item, "pass_start_s"),
         pass_start_wait_share=_number(item, "pass_start_wait_share", 1.0),
+        unavailable=frozen_reasons(reasons),
+        created_at=created_at,
     )
 
 

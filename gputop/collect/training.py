@@ -26,6 +26,7 @@ from gputop.collect.procinfo import (
     wait_channel,
 )
 from gputop.collect.procstat import CLOCK_TICKS
+from gputop.collect.step_cost import EnergyHistory, step_cost
 from gputop.model import (
     EVIDENCE_PROBE,
     MAIN_MIXED,
@@ -171,6 +172,7 @@ class TrainingCollector:
         self._uss: dict[int, tuple[float, int | None, str | None]] = {}
         self._parents: set[int] = set()
         self._probed_workers: set[int] = set()
+        self._energy = EnergyHistory()
 
     def new_pids(self) -> set[int]:
         """Processes to describe at this tick beyond the last tree scan: the children of the watched training
@@ -210,6 +212,8 @@ class TrainingCollector:
         """One view per training process among the roots and their descendants, the roots first in their order."""
         try:
             tick = self._tick(roots, hosts, gpus, processes, slow, time.time() if now is None else now, focus_pid)
+            if slow:  # the energy counters are read on the slow cadence: between, they are the last ones again
+                self._energy.add(tick.now, gpus)
             root_list = [r for r in dict.fromkeys(roots) if r in tick.training]
             order = root_list + sorted(tick.training - set(root_list))
             views = tuple(self._view(pid, tick) for pid in order)
@@ -322,6 +326,7 @@ class TrainingCollector:
             probe=probe,
             launch=launch,
             evidence=evidence,
+            cost=step_cost(pid, {pid, *worker_pids}, probe, tick.gpus, tick.processes, self._energy),
         )
         return job.view
 

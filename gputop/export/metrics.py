@@ -41,6 +41,9 @@ PROCESS_LABELS = ("gpu", "pid", "container")
 MIG_LABELS = ("gpu", "mig", "gpu_instance", "profile", "uuid")
 """A MIG instance's series: its GPU's index, its slot, its GPU instance id, its profile (``3g.40gb``), its UUID."""
 ADVICE_LABELS = ("id", "severity", "pid")
+TRAINING_LABELS = ("gpu", "rank")
+"""A training process's series: the GPUs its probe's CUDA devices are (NVML indices, ``0,1`` for several; ``cpu``
+for a process without CUDA devices), and its launcher rank (empty without a launcher)."""
 
 Number = float | int | None
 
@@ -144,6 +147,20 @@ GPU_GAUGES: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
     ),
 )
 
+# (metric name without _total, help, how to read it from a Gpu): one counter each, labelled with GPU_LABELS.
+GPU_COUNTERS: tuple[tuple[str, str, Callable[[Gpu], Number]], ...] = (
+    (
+        "gputop_gpu_ecc_uncorrected_errors",
+        "Uncorrected ECC errors since the driver was loaded (volatile count).",
+        lambda g: g.ecc_uncorrected_volatile,
+    ),
+    (
+        "gputop_gpu_energy_joules",
+        "Energy the GPU used since the driver was loaded (NVML's total energy counter; Volta and newer).",
+        lambda g: g.energy_j,
+    ),
+)
+
 MIG_GAUGES: tuple[tuple[str, str, Callable[[MigInstance], Number]], ...] = (
     ("gputop_mig_memory_total_bytes", "Memory of the MIG instance.", lambda m: m.memory_total_bytes),
     ("gputop_mig_memory_used_bytes", "Memory of the MIG instance in use.", lambda m: m.memory_used_bytes),
@@ -185,6 +202,7 @@ def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]
     families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *mig_families(snap.gpus)]
     families += host_families(snap.host)
     families.append(torch_memory_family(snap.training, per_process))
+    families += training_families(snap.training, per_process)
     if per_process:
         families += process_families(snap.processes)
     return [f for f in families if f.samples]
@@ -212,6 +230,80 @@ def torch_memory_family(views: Sequence[TrainingView], per_process: bool = False
     for labelled, size in sums.items():
         family.add_metric(list(labelled), size)
     return family
+
+
+# (metric name, help, how to read it from a training view): one gauge each, labelled with TRAINING_LABELS.
+TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] = (
+    (
+        "gputop_training_steps_per_second",
+        "Training steps a second over the probe's window.",
+        lambda v: v.probe.step.steps_per_s if v.probe.step else None,
+    ),
+    (
+        "gputop_training_samples_per_second",
+        "Samples a second over the probe's window (steps times the batch size).",
+        lambda v: v.probe.step.samples_per_s if v.probe.step else None,
+    ),
+    (
+        "gputop_training_step_seconds",
+        "Median time of a training step over the probe's window.",
+        lambda v: v.probe.step.step_s if v.probe.step else None,
+    ),
+    (
+        "gputop_training_data_wait_ratio",
+        "Share of the training loop's time spent waiting for the next batch (the DataLoader it iterates now).",
+        lambda v: v.loader.data_wait_share if v.loader else None,
+    ),
+    (
+        "gputop_training_achieved_flops_per_second",
+        "FLOP/s the job achieves: the probe's FLOPs per step times steps a second.",
+        lambda v: None if v.cost is None or v.cost.achieved_tflops is None else v.cost.achieved_tflops * 1e12,
+    ),
+    (
+        "gputop_training_mfu_ratio",
+        "Model FLOPs utilisation: achieved FLOP/s over the GPUs' dense peak for the precision in use.",
+        lambda v: v.cost.mfu if v.cost else None,
+    ),
+    (
+        "gputop_training_energy_per_step_joules",
+        "GPU energy a training step takes: the GPUs' mean power over steps a second (alone on its GPUs only).",
+        lambda v: v.cost.energy_per_step_j if v.cost else None,
+    ),
+)
+
+
+def training_families(views: Sequence[TrainingView], per_process: bool = False) -> list[Metric]:
+    """The step anatomy and cost of each training process the probe reports a step for. One series per GPU and
+    rank (with ``per_process``, per PID too); where two processes share both (two CPU jobs without a launcher), the
+    first in the snapshot's order."""
+    labels: tuple[str, ...] = (*TRAINING_LABELS, "pid") if per_process else TRAINING_LABELS
+    labelled: dict[tuple[str, ...], TrainingView] = {}
+    for view in views:
+        if view.probe.step is not None:
+            labelled.setdefault(training_labels(view, per_process), view)
+    families: list[Metric] = [
+        _gauge(name, help_text, labels, ((list(key), read(v)) for key, v in labelled.items()))
+        for name, help_text, read in TRAINING_GAUGES
+    ]
+    phases = GaugeMetricFamily(
+        "gputop_training_phase_seconds",
+        "Mean seconds a training step spends in each phase: data, h2d, forward, backward, optimizer, collective, "
+        "other.",
+        labels=(*labels, "phase"),
+    )
+    for key, view in labelled.items():
+        for phase, seconds in view.probe.step.phases_s if view.probe.step else ():
+            phases.add_metric([*key, phase], seconds)
+    families.append(phases)
+    return families
+
+
+def training_labels(view: TrainingView, per_process: bool = False) -> tuple[str, ...]:
+    indices = sorted({d.gpu_index for d in view.probe.cuda if d.gpu_index is not None})
+    gpu = ",".join(map(str, indices)) if indices else "" if view.probe.cuda else "cpu"
+    rank = view.launch.rank if view.launch is not None else view.probe.rank
+    labels = (gpu, "" if rank is None else str(rank))
+    return (*labels, str(view.pid)) if per_process else labels
 
 
 def driver_families(driver: DriverInfo) -> list[Metric]:
@@ -265,15 +357,13 @@ def gpu_families(gpus: Sequence[Gpu]) -> list[Metric]:
             for reason in THROTTLE_REASONS:
                 throttle.add_metric([*gpu_labels(g), reason], int(reason in g.throttle_reasons))
     families.append(throttle)
-    ecc = CounterMetricFamily(
-        "gputop_gpu_ecc_uncorrected_errors",
-        "Uncorrected ECC errors since the driver was loaded (volatile count).",
-        labels=GPU_LABELS,
-    )
-    for g in gpus:
-        if g.ecc_uncorrected_volatile is not None:
-            ecc.add_metric(gpu_labels(g), g.ecc_uncorrected_volatile)
-    families.append(ecc)
+    for name, help_text, read in GPU_COUNTERS:
+        counter = CounterMetricFamily(name, help_text, labels=GPU_LABELS)
+        for g in gpus:
+            count = read(g)
+            if count is not None:
+                counter.add_metric(gpu_labels(g), count)
+        families.append(counter)
     return families
 
 

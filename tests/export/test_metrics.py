@@ -21,8 +21,11 @@ from gputop.model import (
     Gpu,
     GpuProcess,
     HostProcess,
+    LoaderView,
     ProbeReport,
     Snapshot,
+    StepAnatomy,
+    StepCost,
     TensorMemory,
     TrainingView,
 )
@@ -332,3 +335,83 @@ def test_the_memory_of_training_processes_is_one_series_per_gpu_and_part() -> No
 
     per_process = scrape(snap, per_process=True)
     assert value(per_process, "gputop_torch_memory_bytes", gpu="0", part="activations", pid="4243") == 2 * GIB
+
+
+def training_view(pid: int = 4242, gpu_index: int | None = 0, rank: int | None = 0, **step: object) -> TrainingView:
+    """A training process whose probe reports a step, and what it costs."""
+    anatomy = StepAnatomy(
+        boundary="DataLoader",
+        clock="cuda",
+        steps_per_s=50.0,
+        samples_per_s=1600.0,
+        step_s=0.02,
+        phases_s=(("data", 0.002), ("forward", 0.006), ("backward", 0.01), ("optimizer", 0.002)),
+        **step,  # type: ignore[arg-type]
+    )
+    cuda = (CudaMemory(device=0, gpu_index=gpu_index),) if gpu_index is not None else ()
+    loader = LoaderView(loader_id=1, data_wait_share=0.1, last_batch_age_s=0.1)
+    probe = ProbeReport(PROBE_OK, rank=rank, step=anatomy, cuda=cuda, loaders=(loader,))
+    cost = StepCost(energy_per_step_j=5.5, achieved_tflops=61.2, peak_tflops=989.5, precision="bf16", mfu=0.0618)
+    return TrainingView(pid, probe=probe, cost=cost)
+
+
+def test_a_training_step_is_exported_per_gpu_and_rank_in_base_units() -> None:
+    samples = scrape(snapshot(training=(training_view(),)))
+
+    labels = {"gpu": "0", "rank": "0"}
+    assert value(samples, "gputop_training_steps_per_second", **labels) == 50.0
+    assert value(samples, "gputop_training_samples_per_second", **labels) == 1600.0
+    assert value(samples, "gputop_training_step_seconds", **labels) == 0.02
+    assert value(samples, "gputop_training_data_wait_ratio", **labels) == 0.1
+    assert value(samples, "gputop_training_achieved_flops_per_second", **labels) == 61.2e12
+    assert value(samples, "gputop_training_mfu_ratio", **labels) == 0.0618
+    assert value(samples, "gputop_training_energy_per_step_joules", **labels) == 5.5
+    assert value(samples, "gputop_training_phase_seconds", phase="backward", **labels) == 0.01
+    assert value(samples, "gputop_training_phase_seconds", phase="h2d", **labels) is None  # not seen: no sample
+
+
+def test_a_training_process_without_a_step_or_a_cost_value_has_no_such_series() -> None:
+    unmeasured = replace(training_view(), cost=StepCost())
+    no_step = TrainingView(4243, probe=ProbeReport(PROBE_OK))
+
+    found = names(scrape(snapshot(training=(unmeasured, no_step))))
+
+    assert "gputop_training_steps_per_second" in found
+    assert not {"gputop_training_mfu_ratio", "gputop_training_energy_per_step_joules"} & found
+    assert not [s for s in scrape(snapshot(training=(no_step,))) if s.name.startswith("gputop_training_")]
+
+
+def test_a_cpu_job_and_a_job_without_a_launcher_are_labelled_so() -> None:
+    samples = scrape(snapshot(training=(training_view(gpu_index=None, rank=None),)))
+
+    assert value(samples, "gputop_training_steps_per_second", gpu="cpu", rank="") == 50.0
+
+
+def test_training_series_carry_the_pid_only_per_process() -> None:
+    views = (training_view(4242, rank=0), training_view(4243, gpu_index=1, rank=1))
+
+    default = scrape(snapshot(training=views))
+    per_process = scrape(snapshot(training=views), per_process=True)
+
+    assert not [s for s in default if s.name.startswith("gputop_training_") and "pid" in s.labels]
+    assert value(default, "gputop_training_mfu_ratio", gpu="1", rank="1") == 0.0618
+    assert value(per_process, "gputop_training_steps_per_second", gpu="1", rank="1", pid="4243") == 50.0
+
+
+def test_two_processes_with_the_same_gpu_and_rank_give_one_series_the_first() -> None:
+    first, second = training_view(4242), replace(training_view(4243), cost=StepCost(mfu=0.5))
+
+    samples = scrape(snapshot(training=(first, second)))
+
+    assert [s.value for s in samples if s.name == "gputop_training_mfu_ratio"] == [0.0618]
+
+
+def test_the_gpu_energy_counter_is_a_counter_in_joules() -> None:
+    samples = scrape(snapshot(gpus=(replace(GPU, energy_j=15636.002),)))
+
+    assert value(samples, "gputop_gpu_energy_joules_total", gpu="0", uuid=UUID, name=NAME) == 15636.002
+    assert "# TYPE gputop_gpu_energy_joules_total counter" in exposition(snapshot(gpus=(replace(GPU, energy_j=1.0),)))
+
+
+def test_a_gpu_without_an_energy_counter_has_no_energy_series() -> None:
+    assert "gputop_gpu_energy_joules_total" not in names(scrape(snapshot()))

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
 from tests.export.dashboard import queries
 from tests.export.scrape import names, parse
-from tests.export.test_metrics import exposition, snapshot
+from tests.export.test_metrics import GPU, exposition, snapshot, training_view
 from tests.factories import DEADLINE_S
 from tests.machines import GIB, training_box
 
@@ -135,6 +135,14 @@ def test_prometheus_sees_the_throttle_reason_and_the_sample_age(scraped):
     assert 0 <= float(age["value"][1]) < 5
 
 
+def test_prometheus_holds_each_gpus_energy_counter_in_joules(scraped):
+    server, _ = scraped
+
+    result = server.vector("gputop_gpu_energy_joules_total")
+
+    assert sorted((r["metric"]["gpu"], r["value"][1]) for r in result) == [("0", "2895.481"), ("1", "2895.481")]
+
+
 @pytest.mark.parametrize("expr", queries())
 def test_every_grafana_dashboard_query_is_valid_and_has_data(scraped, expr):
     server, _ = scraped
@@ -147,8 +155,9 @@ def test_every_grafana_dashboard_query_is_valid_and_has_data(scraped, expr):
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian's prometheus package) is absent")
 def test_the_metrics_pass_promtools_naming_lint():
-    text = exposition(snapshot(), per_process=True)
-    assert "gputop_process_gpu_memory_bytes" in names(parse(text))
+    snap = snapshot(gpus=(replace(GPU, energy_j=15636.0),), training=(training_view(),))
+    text = exposition(snap, per_process=True)
+    assert {"gputop_process_gpu_memory_bytes", "gputop_training_phase_seconds"} <= names(parse(text))
 
     result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
 

@@ -109,6 +109,7 @@
     X(nvmlDeviceGetCurrentClocksThrottleReasons)                                                 \
     X(nvmlDeviceGetCurrentClocksEventReasons)                                                    \
     X(nvmlDeviceGetTotalEccErrors)                                                               \
+    X(nvmlDeviceGetTotalEnergyConsumption)                                                       \
     X(nvmlDeviceGetComputeRunningProcesses)                                                      \
     X(nvmlDeviceGetComputeRunningProcesses_v2)                                                   \
     X(nvmlDeviceGetComputeRunningProcesses_v3)                                                   \
@@ -278,6 +279,7 @@ typedef struct {
     unsigned int pcie_rx_kbps;
     unsigned long long clocks_event_reasons;
     unsigned long long ecc_uncorrected_volatile;
+    unsigned long long energy_mj; /* nvmlDeviceGetTotalEnergyConsumption: mJ since the driver was loaded */
     unsigned int gpm_supported;
     unsigned int architecture; /* nvmlDeviceArchitecture_t: NVML_DEVICE_ARCH_HOPPER (9) by default */
     double gpm_sm_util;
@@ -353,6 +355,7 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(pcie_rx_kbps, T_UINT),
     GPU_FIELD(clocks_event_reasons, T_ULL),
     GPU_FIELD(ecc_uncorrected_volatile, T_ULL),
+    GPU_FIELD(energy_mj, T_ULL),
     GPU_FIELD(gpm_supported, T_UINT),
     GPU_FIELD(architecture, T_UINT),
     GPU_FIELD(gpm_sm_util, T_DOUBLE),
@@ -1549,6 +1552,25 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryE
             *eccCounts = 0;
         } else {
             rc = NVML_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    RETURN(rc);
+}
+
+/* Every branch has it; like real drivers, only a Volta or newer GPU answers (nvml.h: "For Volta or newer fully
+ * supported devices"): an older one is NOT_SUPPORTED. NVML_DEVICE_ARCH_UNKNOWN is "presumably something newer". */
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
+{
+    ENTER(nvmlDeviceGetTotalEnergyConsumption);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetTotalEnergyConsumption, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (energy == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (g->architecture < NVML_DEVICE_ARCH_VOLTA) {
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        } else {
+            *energy = g->energy_mj;
         }
     }
     RETURN(rc);

@@ -138,6 +138,7 @@ class FakeGpu:
     pcie_rx_kbps: int = 0
     clocks_event_reasons: int = 0
     ecc_uncorrected_volatile: int = 0
+    energy_mj: int = 2_895_481  # nvmlDeviceGetTotalEnergyConsumption; answered by Volta (5) and newer only
     gpm_supported: bool = True
     gpm_sm_util: float = 0.0
     gpm_sm_occupancy: float = 0.0
@@ -204,6 +205,7 @@ _U64_FIELDS = (
     "memory_used",
     "clocks_event_reasons",
     "ecc_uncorrected_volatile",
+    "energy_mj",
 )
 _LIST_FIELDS = ("processes", "samples", "errors", "mig")
 

@@ -428,6 +428,7 @@ COMMON = (
     "nvmlDeviceGetPcieThroughput",
     "nvmlDeviceGetCurrentClocksThrottleReasons",
     "nvmlDeviceGetTotalEccErrors",
+    "nvmlDeviceGetTotalEnergyConsumption",
     "nvmlDeviceGetComputeRunningProcesses",
     "nvmlDeviceGetComputeRunningProcesses_v2",
     "nvmlDeviceGetGraphicsRunningProcesses",

@@ -420,3 +420,39 @@ def test_gpu_that_cannot_be_opened_is_an_error_card(fake_driver, collector):
 
     assert (gpus[0].state, gpus[0].reason) == ("error", "no permission to open this GPU")
     assert gpus[1].state == GPU_OK
+
+
+def test_the_energy_counter_is_read_in_joules_on_the_slow_cadence(fake_driver, collector):
+    driver = fake_driver(FakeState(gpus=[h100(0, energy_mj=15_636_002)]))
+    gpus, _ = collector.read(slow=True)
+    calls = driver.calls("nvmlDeviceGetTotalEnergyConsumption")
+
+    driver.write(FakeState(gpus=[h100(0, energy_mj=15_652_002)]))
+    between, _ = collector.read(slow=False)
+    after, _ = collector.read(slow=True)
+
+    assert (gpus[0].energy_j, calls) == (pytest.approx(15_636.002), 1)
+    assert between[0].energy_j == pytest.approx(15_636.002)  # the slow reading, reused
+    assert driver.calls("nvmlDeviceGetTotalEnergyConsumption") == 2
+    assert after[0].energy_j == pytest.approx(15_652.002)
+    assert "energy_j" not in after[0].unavailable
+
+
+@pytest.mark.parametrize("architecture", [2, 4])  # Kepler, Pascal: the counter came with Volta
+def test_a_gpu_older_than_volta_has_no_energy_counter_and_is_asked_once(fake_driver, collector, architecture):
+    driver = fake_driver(FakeState(gpus=[h100(0, architecture=architecture)]))
+
+    collector.read(slow=True)
+    gpus, _ = collector.read(slow=True)
+
+    assert (gpus[0].energy_j, gpus[0].unavailable["energy_j"]) == (None, UNSUPPORTED)
+    assert driver.calls("nvmlDeviceGetTotalEnergyConsumption") == 1
+
+
+@pytest.mark.parametrize("profile", ["r430", "r580"])
+def test_every_driver_branch_answers_the_energy_counter(fake_driver, collector, profile):
+    fake_driver(FakeState(gpus=[h100(0, energy_mj=1_000)]), profile=profile)
+
+    gpus, _ = collector.read(slow=True)
+
+    assert gpus[0].energy_j == pytest.approx(1.0)

@@ -362,7 +362,25 @@ PATHS = [
     ("cuda", "devices", 0, "reserved_bytes"),
     ("cuda", "host_pinned"),
     ("cuda", "host_pinned", "allocated_bytes"),
+    ("loaders", 0, "created_at"),
+    ("step",),
+    ("step", "clock"),
+    ("step", "step_s"),
+    ("step", "phases_s"),
+    ("step", "phases_s", "forward"),
+    ("step", "sync_sites"),
+    ("step", "sync_sites", 0),
+    ("step", "sync_sites", 0, "site"),
+    ("step", "unavailable"),
 ]
+STEP = {
+    "boundary": "DataLoader",
+    "clock": "cuda",
+    "step_s": 0.016,
+    "phases_s": {"forward": 0.006, "backward": 0.009},
+    "sync_sites": [{"site": "train.py:57", "call": "item", "per_step": 1.0}],
+    "unavailable": {"flops_per_step": "not counted yet"},
+}
 
 
 def set_path(doc: Any, path: tuple, value: Any) -> None:
@@ -382,7 +400,7 @@ def set_path(doc: Any, path: tuple, value: Any) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(changes=st.lists(st.tuples(st.sampled_from(PATHS), JSON_VALUES), min_size=1, max_size=4))
 def test_a_report_with_any_values_anywhere_is_a_report_or_a_clean_skip(traced, own_dir: Path, changes) -> None:
-    doc = full_report(os.getpid())
+    doc = full_report(os.getpid(), step=STEP)
     for path, value in changes:
         set_path(doc, path, value)
     read_bounded(own_dir, json.dumps(doc).encode())
