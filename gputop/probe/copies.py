@@ -29,7 +29,7 @@ def to_cuda(args: tuple[Any, ...], kwargs: dict[str, Any], tensor_type: Any) -> 
         if isinstance(first, int) and not isinstance(first, bool):
             return True
         device = first
-    if device is None:
+    if device is None or isinstance(device, bool):
         return False
     if isinstance(device, int):
         return True

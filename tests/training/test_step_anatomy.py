@@ -141,3 +141,27 @@ def test_a_rank_sleeping_in_its_compute_makes_the_other_rank_wait_in_collectives
     assert phases[0]["collective"] - phases[1]["collective"] == pytest.approx(0.060, abs=0.020)
     assert phases[1]["other"] - phases[0]["other"] == pytest.approx(0.060, abs=0.020)
     assert phases[0]["backward"] < 0.010
+
+
+def test_a_dataloader_subclass_is_placed_where_the_job_builds_it_not_at_its_super_call():
+    import torch.utils.data
+
+    from gputop.probe import hooks
+    from gputop.probe.loader import CREATED_ATTR
+
+    original = torch.utils.data.DataLoader.__init__
+    wrapped = hooks._wrap_loader_init(original, None)
+
+    class Mine(torch.utils.data.DataLoader):
+        def __init__(self, data: list[int]) -> None:
+            super().__init__(data)
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(torch.utils.data.DataLoader, "__init__", wrapped)
+    try:
+        loader = Mine([1, 2, 3])  # this line
+        line = sys._getframe().f_lineno - 1
+    finally:
+        monkey.undo()
+
+    assert getattr(loader, CREATED_ATTR) == f"{os.path.join('tests', 'training', 'test_step_anatomy.py')}:{line}"
