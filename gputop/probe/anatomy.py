@@ -50,6 +50,8 @@ class StepWindow:
             except IndexError:
                 break
             self.steps += 1
+            if record.measured:
+                continue
             if self.steps <= WARMUP_STEPS:
                 self.warmup.append(record.step_s)
                 continue

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .steps import compile_in_use
+from .steps import NEVER, compile_in_use
 
 COUNT_AT_STEP = 8
 
@@ -30,6 +30,10 @@ class FlopCount:
         self.reason = "not counted yet: counted once, on a step after the warm-up"
         self.done = False
         self.mode: Any = None
+
+    @property
+    def next_due(self) -> int:
+        return NEVER if self.done else COUNT_AT_STEP
 
     def due(self, steps: int) -> bool:
         return not self.done and steps >= COUNT_AT_STEP

@@ -158,6 +158,7 @@ class Probe:
                 wrap_copies(torch, self.steps, self.failed, is_compiling)
                 self.steps.events = EventPool(lambda: torch.cuda.Event(enable_timing=True))
                 self._syncs.enabled = True
+                self.steps.instruments_due = 0
         except Exception as exc:
             self.failed("step hooks", exc)
 

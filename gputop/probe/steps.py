@@ -37,9 +37,10 @@ LEAD_MISSED_MAX = 8
 """Optimizer steps of other optimizers after which, its leader silent, another optimizer leads (no DataLoader)."""
 MAX_POOL = 64
 
+NEVER = 1 << 62
 Instrument = Any
 """An object measuring one whole step (``flops.FlopCount``, ``syncs.SyncSampler``): ``due(steps)``, ``begin()``,
-``end()``."""
+``end()``, and ``next_due``, the step it is next due at (``NEVER``), so that other steps ask none of them."""
 
 
 def compile_in_use() -> bool:
@@ -55,7 +56,7 @@ def compile_in_use() -> bool:
 class StepRecord:
     """One finished step, handed to the writer thread."""
 
-    __slots__ = ("batches", "end", "h2d", "marks", "samples", "seconds", "step_s")
+    __slots__ = ("batches", "end", "h2d", "marks", "measured", "samples", "seconds", "step_s")
 
     def __init__(
         self,
@@ -66,6 +67,7 @@ class StepRecord:
         seconds: list[float] | None,
         marks: list[Mark] | None,
         h2d: tuple[int, int, int] | None,
+        measured: bool = False,
     ) -> None:
         self.end = end
         self.step_s = step_s
@@ -77,6 +79,8 @@ class StepRecord:
         """CUDA events of a sampled step on CUDA; None elsewhere."""
         self.h2d = h2d
         """``(bytes, of which pageable, of which blocking)`` copied to the GPU in a sampled step."""
+        self.measured = measured
+        """Measured by an instrument (FLOPs, syncs), which slowed it down: left out of the statistics."""
 
 
 class EventPool:
@@ -110,6 +114,7 @@ class StepTracker:
         self.hooks_on = False
         self.events: EventPool | None = None
         self.instruments: list[Instrument] = []
+        self.instruments_due = 0
         self.forget()
 
     def forget(self) -> None:
@@ -213,25 +218,31 @@ class StepTracker:
                 self.forward_hooks(want_hooks)
                 self.hooks_on = want_hooks
         self.sampled = sampled
-        for instrument in self.instruments:
-            if instrument.due(self.steps):
-                instrument.begin()
-                self.active_instruments.append(instrument)
+        if self.steps >= self.instruments_due:
+            for instrument in self.instruments:
+                if instrument.due(self.steps):
+                    instrument.begin()
+                    self.active_instruments.append(instrument)
+            self.instruments_due = min((i.next_due for i in self.instruments), default=NEVER)
 
     def _close(self, now: float) -> None:
         step_start = self.step_start if self.step_start is not None else now
+        measured = bool(self.active_instruments)
         for instrument in self.active_instruments:
             instrument.end()
         self.active_instruments.clear()
         seconds = marks = h2d = None
-        if self.sampled:
+        if self.sampled and not measured:
             self.seconds[self.current] += now - self.since
             seconds = self.seconds
             h2d = (self.h2d[0], self.h2d[1], self.h2d[2])
             if self.marks is not None and self.events is not None:
                 self.marks.append((OTHER, self.events.record()))
                 marks = self.marks
-        self.finished.append(StepRecord(now, now - step_start, self.batches, self.samples, seconds, marks, h2d))
+        if measured:  # slowed down by what measured it: kept out of the statistics, only counted
+            self.finished.append(StepRecord(now, now - step_start, self.batches, self.samples, None, None, None, True))
+        else:
+            self.finished.append(StepRecord(now, now - step_start, self.batches, self.samples, seconds, marks, h2d))
         self.steps += 1
         self._start(now)
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .sites import Frame, first_job_frame, library_dirs, name_site, stack
+from .steps import NEVER
 
 SAMPLE_EVERY = 50
 MAX_SITES = 8
@@ -75,12 +76,16 @@ class SyncSampler:
         self.previous_mode: Any = 0
         self._shown: Any = None
         self._installed = False
-        self.next_due = 0
+        self._next_due = 0
+
+    @property
+    def next_due(self) -> int:
+        return self._next_due if self.enabled else NEVER
 
     def due(self, steps: int) -> bool:
-        if not self.enabled or steps < self.next_due:
+        if not self.enabled or steps < self._next_due:
             return False
-        self.next_due = steps + SAMPLE_EVERY
+        self._next_due = steps + SAMPLE_EVERY
         return True
 
     def begin(self) -> None:

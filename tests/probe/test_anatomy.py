@@ -67,6 +67,15 @@ def test_the_warm_up_is_the_median_of_the_first_steps_and_stays_out_of_the_windo
     assert (part["warmup_step_s"], part["step_s"], part["window_steps"], part["steps"]) == (1.0, 0.5, 4, 9)
 
 
+def test_a_step_slowed_by_counting_its_flops_is_left_out_of_the_statistics():
+    records = [record(0, 1)] * anatomy.WARMUP_STEPS + [record(1, 0.5), record(2, 0.5), record(3, 0.5)]
+    records[-2] = StepRecord(2, 4.5, 1, 8, None, None, None, measured=True)
+
+    part = report(records, now=3)
+
+    assert (part["steps"], part["window_steps"], part["step_p95_s"]) == (8, 2, 0.5)
+
+
 def test_median_p95_and_rates_of_the_window():
     lengths = [0.1] * 18 + [0.3, 0.5]
     records = [record(0, 1)] * anatomy.WARMUP_STEPS + [record(1 + 0.1 * i, s) for i, s in enumerate(lengths)]

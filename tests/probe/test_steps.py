@@ -206,8 +206,13 @@ def test_instruments_measure_exactly_one_step(tracker, clock):
         def __init__(self) -> None:
             self.calls: list[tuple[str, float]] = []
 
+        next_due = 2
+
         def due(self, steps: int) -> bool:
-            return steps == 2
+            if steps < self.next_due:
+                return False
+            self.next_due = steps_module.NEVER
+            return True
 
         def begin(self) -> None:
             self.calls.append(("begin", clock.now))
@@ -222,3 +227,5 @@ def test_instruments_measure_exactly_one_step(tracker, clock):
         clock.now += 1
 
     assert instrument.calls == [("begin", 102.0), ("end", 103.0)]
+    assert [r.measured for r in tracker.finished] == [False, False, True, False]
+    assert tracker.finished[2].seconds is None  # slowed by what measured it: no phases from it
