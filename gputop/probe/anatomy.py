@@ -22,7 +22,9 @@ WARMUP_STEPS = 5
 """The first steps of a job (compilation, autotuning, the allocator's first allocations, workers starting)."""
 PENDING_MAX_S = 30.0
 """CUDA events not complete after this long (a stream stopped by a hung GPU) are given up."""
-MAX_WINDOW_STEPS = 100_000
+MAX_WINDOW_STEPS = 2000
+"""The window holds the last 10 s or the last 2000 steps, whichever is fewer: the statistics run over the whole
+window at every write, and steps of a few milliseconds would otherwise make that cost more than the steps' hooks."""
 
 
 def percentile(sorted_values: list[float], share: float) -> float:

@@ -31,8 +31,9 @@ SAMPLE_EVERY = 16
 SAMPLE_GAP_S = 0.25
 """A step is sampled when ``SAMPLE_EVERY`` steps or ``SAMPLE_GAP_S`` seconds have passed since the last sampled
 one: slow steps are all sampled, fast ones one in 16, whose hooks then cost a sixteenth."""
-MAX_FINISHED = 4096
-"""Steps kept for the writer between two reads: at 0.5 s a write, room for 8000 steps a second."""
+MAX_FINISHED = 2048
+"""Steps kept for the writer between two reads, the latest (at 0.5 s a write, room for 4000 steps a second; the
+window keeps at most 2000 anyway)."""
 LEAD_MISSED_MAX = 8
 """Optimizer steps of other optimizers after which, its leader silent, another optimizer leads (no DataLoader)."""
 MAX_POOL = 64
@@ -200,7 +201,8 @@ class StepTracker:
         self.samples = 0
         self.optimizer_stepped = False
         self.forward_depth = 0
-        self.stack.clear()
+        if self.stack:
+            self.stack.clear()
         self.current = OTHER
         self.since = now
         sampled = self.steps - self.last_sampled_step >= SAMPLE_EVERY or now - self.last_sampled_at >= SAMPLE_GAP_S
@@ -228,9 +230,10 @@ class StepTracker:
     def _close(self, now: float) -> None:
         step_start = self.step_start if self.step_start is not None else now
         measured = bool(self.active_instruments)
-        for instrument in self.active_instruments:
-            instrument.end()
-        self.active_instruments.clear()
+        if measured:
+            for instrument in self.active_instruments:
+                instrument.end()
+            self.active_instruments.clear()
         seconds = marks = h2d = None
         if self.sampled and not measured:
             self.seconds[self.current] += now - self.since
