@@ -4,7 +4,8 @@
 step after ``COUNT_AT_STEP`` (past the warm-up, so that the step is a steady one): the forward and backward
 passes' matrix products and convolutions are counted, as torch counts them; the optimizer's element-wise updates
 are not (a few FLOPs per parameter, well under 1 % of a step's). The counted step runs slower (the counter sees
-every operation in Python): 1.6 times as long for the CPU model of the tests, once in the job's life. A model
+every operation in Python): about 10 times as long for a small CPU model (24 ms against 2.3 ms,
+``benchmarks/probe_overhead.py``), once in the job's life, and left out of the statistics. A model
 compiled with ``torch.compile`` is not counted: running it under the counter would make dynamo compile it again.
 Nor is a job that has not imported ``torch._dynamo``: any dispatch mode imports it at its first operation, which
 takes 1 to 3 s of the training thread; every job that steps a ``torch.optim`` optimizer has imported it already
