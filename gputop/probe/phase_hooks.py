@@ -77,7 +77,10 @@ def _forward_hooks(
     def switch(on: bool) -> None:
         if on and not handles:
             handles.append(module_module.register_module_forward_pre_hook(pre))
-            handles.append(module_module.register_module_forward_hook(post, always_call=True))
+            try:
+                handles.append(module_module.register_module_forward_hook(post, always_call=True))
+            except TypeError:  # a torch without always_call: the next step boundary resets the depth
+                handles.append(module_module.register_module_forward_hook(post))
         elif not on:
             for handle in handles:
                 handle.remove()
