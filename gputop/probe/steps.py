@@ -212,6 +212,8 @@ class StepTracker:
             self.seconds = [0.0] * len(PHASE_NAMES)
             self.h2d = [0, 0, 0]
             self.marks = [(OTHER, self.events.record())] if self.events is not None else None
+        else:
+            self.marks = None
         want_hooks = sampled or self.keep_forward_hooks
         if want_hooks != self.hooks_on and self.forward_hooks is not None:
             if not want_hooks and compile_in_use():
