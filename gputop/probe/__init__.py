@@ -8,8 +8,8 @@ Use it from the job itself::
 or start the job with ``gputop run -- python train.py``, which installs it without a change to the code. The probe
 needs only the standard library and torch, and importing it never imports torch: where torch is absent, or
 until the job imports ``torch.utils.data`` and ``torch.optim``, it waits. It writes one small JSON report per
-process (see ``channel``) a few times a second, never raises into the training loop, and costs about a
-microsecond per batch.
+process (see ``channel``) a few times a second, never raises into the training loop, and costs a few
+microseconds per step, where it also times the step's phases (``steps``).
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ start). The wrapped originals run outside any ``try`` of ours, so
 their exceptions (``StopIteration``, a worker's error) reach the training loop untouched; the probe's own work
 is guarded and only counted when it fails.
 
-The per-batch path is two clock reads and a few attribute updates, with no allocation that outlives it. It
-reaches the iterator's track by plain attribute access: touching ``iterator.__dict__`` would slow CPython's fast
-path for every attribute torch itself reads on the iterator, by more than the probe costs.
+``DataLoader.__init__`` is wrapped to remember the line of the job's code that built the loader
+(``created_at``), and ``__next__`` also tells the step tracker (``steps.py``) that a batch was asked for and came:
+a step boundary. The per-batch path is two clock reads and a few attribute updates, with no allocation that
+outlives it. It reaches the iterator's track by plain attribute access: touching ``iterator.__dict__`` would slow
+CPython's fast path for every attribute torch itself reads on the iterator, by more than the probe costs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .loader import CREATED_ATTR
 from .probe import TRACK_ATTR, Probe
+from .sites import job_site
 
 TARGET = "torch.utils.data.dataloader"
 OPTIMIZER = "torch.optim.optimizer"
@@ -43,6 +47,7 @@ def patch(module: Any, probe: Probe) -> bool:
         if cls is not None and "__next__" in vars(cls):
             cls.__next__ = _wrap_next(cls.__next__, probe)
     module.DataLoader._get_iterator = _wrap_get_iterator(module.DataLoader._get_iterator, probe)
+    module.DataLoader.__init__ = _wrap_loader_init(module.DataLoader.__init__, probe)
     setattr(base, PATCHED_ATTR, True)
     return True
 
@@ -55,6 +60,26 @@ def _wrap_init(original: Callable[..., None], probe: Probe) -> Callable[..., Non
             probe.register(loader, self)
         except Exception as exc:
             probe.failed("register loader", exc)
+
+    return __init__
+
+
+def _wrap_loader_init(original: Callable[..., None], probe: Probe) -> Callable[..., None]:
+    """Remember where the job built each DataLoader: the caller of the outermost ``__init__`` of this loader (a
+    subclass's ``__init__`` calling ``super().__init__`` is not where the job built it), past torch's frames."""
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            frame = sys._getframe(1)
+            while (
+                frame.f_back is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self
+            ):
+                frame = frame.f_back
+            setattr(self, CREATED_ATTR, job_site(frame))
+        except Exception as exc:
+            probe.failed("loader site", exc)
 
     return __init__
 
@@ -86,6 +111,7 @@ def _wrap_reset(original: Callable[..., None]) -> Callable[..., None]:
 
 def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], Any]:
     clock = time.perf_counter
+    steps = probe.steps
 
     @functools.wraps(original)
     def __next__(self: Any) -> Any:
@@ -95,6 +121,10 @@ def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], 
         start = clock()
         if start >= probe.sample_due:
             probe.sample_step(start)
+        try:
+            steps.batch_requested(start, track.batch_size)
+        except Exception as exc:
+            probe.failed("step", exc)
         track.waiting_since = start
         try:
             data = original(self)
@@ -106,6 +136,10 @@ def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], 
         track.count += 1
         track.last_end = end
         track.waiting_since = None
+        try:
+            steps.batch_arrived(end)
+        except Exception as exc:
+            probe.failed("step", exc)
         if track.pass_started is not None:  # the first batch of a pass; the others pay one attribute test
             track.pass_start_s = end - track.pass_started
             track.pass_start_wait_s += end - start

@@ -16,6 +16,8 @@ from collections import deque
 from typing import Any
 
 WINDOW_S = 10.0
+CREATED_ATTR = "_gputop_probe_created_at"
+"""Set on a DataLoader by the probe's wrapper of its ``__init__``: ``train.py:41``, where the job built it."""
 
 Totals = tuple[float, int, float, float]
 """``(time, batches, seconds waited, of which for the first batch of a pass)``: a sample of a loader's totals."""
@@ -26,7 +28,9 @@ class LoaderTrack:
 
     __slots__ = (
         "__weakref__",
+        "batch_size",
         "count",
+        "created_at",
         "effective",
         "history",
         "iterator_ref",
@@ -46,6 +50,9 @@ class LoaderTrack:
         self.loader_id = loader_id
         self.loader_ref = weakref.ref(loader)
         self.requested = requested_config(loader)
+        batch_size = self.requested.get("batch_size")
+        self.batch_size = batch_size if isinstance(batch_size, int) and not isinstance(batch_size, bool) else None
+        self.created_at: str | None = getattr(loader, CREATED_ATTR, None)
         self.effective: dict[str, Any] | None = None
         self.iterator_ref: weakref.ref | None = None
         self.count = 0
@@ -93,6 +100,7 @@ class LoaderTrack:
             "waiting_now_s": None if waiting_since is None else max(0.0, now - waiting_since),
             "last_batch_age_s": None if self.last_end is None else max(0.0, now - self.last_end),
             "pass_start_s": self.pass_start_s,
+            "created_at": self.created_at,
         }
 
     def start_pass(self, now: float) -> None:

@@ -27,7 +27,7 @@ class PrecisionReader:
         self.matmul_precision: str | None = None
         self.due = 0.0
 
-    def read(self, now: float, hook: Any) -> None:
+    def read(self, now: float, hook: Any, pre_hook: Any = None) -> None:
         """In the training thread: autocast and the matmul precision, and the optimizer hook once it can be."""
         if now < self.due:
             return
@@ -40,7 +40,7 @@ class PrecisionReader:
         except TypeError:  # torch before 2.4 takes no device type
             self.autocast = bool(torch.is_autocast_enabled())
         self.matmul_precision = str(torch.get_float32_matmul_precision())[:16]
-        hook_optimizers(hook)
+        hook_optimizers(hook, pre_hook)
 
     def report(self) -> dict[str, Any]:
         return {
@@ -49,12 +49,16 @@ class PrecisionReader:
         }
 
 
-def hook_optimizers(hook: Any) -> None:
-    """Register ``hook`` as torch's global optimizer step post hook, if ``torch.optim`` is imported: once per
-    process, whichever copy of the probe comes first (``gputop run``'s, or the job's own ``install()``)."""
+def hook_optimizers(hook: Any, pre_hook: Any = None) -> None:
+    """Register ``hook`` as torch's global optimizer step post hook, and ``pre_hook`` as its pre hook, if
+    ``torch.optim`` is imported: once per process, whichever copy of the probe comes first (``gputop run``'s, or the
+    job's own ``install()``)."""
     optimizer = sys.modules.get("torch.optim.optimizer")
     register = getattr(optimizer, "register_optimizer_step_post_hook", None)
     if register is None or getattr(optimizer, HOOKED_ATTR, False):
         return
     register(hook)
+    register_pre = getattr(optimizer, "register_optimizer_step_pre_hook", None)
+    if pre_hook is not None and register_pre is not None:
+        register_pre(pre_hook)
     setattr(optimizer, HOOKED_ATTR, True)

@@ -17,10 +17,16 @@ import time
 import weakref
 from typing import Any
 
-from . import channel
+from . import channel, phase_hooks
+from .anatomy import StepWindow
+from .collectives import wrap_collectives
+from .copies import wrap_copies
 from .cuda import CudaReader
+from .flops import FlopCount
 from .loader import LoaderTrack, effective_config
 from .precision import PrecisionReader, hook_optimizers
+from .steps import EventPool, StepTracker
+from .syncs import SyncSampler
 from .tensors import TensorReader
 
 TRACK_ATTR = "_gputop_probe_track"
@@ -84,6 +90,16 @@ class Probe:
         self._tensors = TensorReader()
         self._dir_ready = False
         self._start_ticks = _own_start_ticks()
+        if not hasattr(self, "steps"):
+            self.steps = StepTracker()
+            self._step_hooks = False
+            self._collectives = False
+            self._cuda_hooks = False
+        self.steps.forget()
+        self._flops = FlopCount(self.failed)
+        self._syncs = SyncSampler(self.failed)
+        self.steps.instruments = [self._flops, self._syncs]
+        self._window = StepWindow()
 
     # -- called from the training loop (through the hooks) -----------------------------------------------------
 
@@ -108,31 +124,68 @@ class Probe:
             track.effective = effective_config(loader, iterator)
 
     def sample_step(self, now: float) -> None:
-        """Read GPU memory at the step boundary (the request for the next batch), at most once per interval."""
+        """Read GPU memory at the step boundary (the request for the next batch), at most once per interval; put
+        the step's hooks in place as the parts of torch they need appear."""
         self.sample_due = now + self.interval_s
         try:
             self._cuda_sample, self._cuda_reason = self._cuda.read()
             self._cuda_sampled_at = now
         except Exception as exc:
             self.failed("cuda stats", exc)
+        if not (self._step_hooks and self._collectives and self._cuda_hooks):
+            self._hook_steps()
         try:
-            self._precision.read(now, self._after_optimizer_step)
+            self._precision.read(now, self._after_optimizer_step, self._before_optimizer_step)
         except Exception as exc:
             self.failed("precision", exc)
 
+    def _hook_steps(self) -> None:
+        """The hooks that time a step's phases: forward and backward once torch is imported, the collectives once
+        ``torch.distributed`` is, the copies to the GPU, CUDA events and the sync sampler once CUDA is initialised
+        (``_cuda_sample``: read just before)."""
+        torch = sys.modules.get("torch")
+        if torch is None or "torch.nn.modules.module" not in sys.modules:
+            return
+        is_compiling = phase_hooks.compiling_check(torch)
+        try:
+            if not self._step_hooks:
+                self._step_hooks = True
+                phase_hooks.install(self.steps, self.failed)
+            if not self._collectives:
+                self._collectives = wrap_collectives(self.steps, self.failed, is_compiling)
+            if not self._cuda_hooks and self._cuda_sample is not None:
+                self._cuda_hooks = True
+                wrap_copies(torch, self.steps, self.failed, is_compiling)
+                self.steps.events = EventPool(lambda: torch.cuda.Event(enable_timing=True))
+                self._syncs.enabled = True
+                self.steps.instruments_due = 0
+        except Exception as exc:
+            self.failed("step hooks", exc)
+
     def hook_optimizers(self) -> None:
-        """Register torch's global optimizer step hook now, if the job has imported ``torch.optim``: a loop that
+        """Register torch's global optimizer step hooks now, if the job has imported ``torch.optim``: a loop that
         draws its batches without a DataLoader still steps an optimizer."""
         try:
-            hook_optimizers(self._after_optimizer_step)
+            hook_optimizers(self._after_optimizer_step, self._before_optimizer_step)
         except Exception as exc:
             self.failed("optimizer hook", exc)
+
+    def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """torch's global optimizer step pre hook: the optimizer phase begins."""
+        try:
+            self.steps.optimizer_started()
+        except Exception as exc:
+            self.failed("optimizer phase", exc)
 
     def _after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """torch's global optimizer step hook: never raises into ``optimizer.step()``.
 
         Where no DataLoader is iterated, the end of an optimizer step is the step boundary: GPU memory is read
         there, and the first step starts the writer, so such a job reports its memory like any other."""
+        try:
+            self.steps.optimizer_finished(optimizer)
+        except Exception as exc:
+            self.failed("optimizer phase", exc)
         try:
             self._tensors.stepped(optimizer)
             if not self._tracks:
@@ -186,7 +239,17 @@ class Probe:
             **self._precision.report(),
             "parameter_dtypes": self._tensors.dtypes,
             **self._tensors.report(now),
+            "step": self._step_report(now),
         }
+
+    def _step_report(self, now: float) -> dict[str, Any] | None:
+        try:
+            syncs, flops = self._syncs.report(), self._flops.report()
+            extra = {**syncs, **flops, "unavailable": {**syncs["unavailable"], **flops["unavailable"]}}
+            return self._window.report(self.steps, now, extra)
+        except Exception as exc:
+            self.failed("step report", exc)
+            return None
 
     def write(self) -> bool:
         """Write one report now; False (and a counted failure) when it could not be written."""

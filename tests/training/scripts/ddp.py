@@ -2,7 +2,9 @@
 a linear model under DistributedDataParallel from its own DataLoader with workers, for ``--seconds``.
 
 ``--slow-rank N`` makes rank N compute ``--slow-factor`` times as much per step (a straggler); ``--slow-data-rank N``
-makes rank N's dataset sleep ``--item-s`` per sample (a slow shard). Prints ``ready`` on rank 0 after the first
+makes rank N's dataset sleep ``--item-s`` per sample (a slow shard); ``--sleep-rank N`` makes rank N sleep
+``--sleep-s`` in its compute each step, off the CPU (a rank reading from a slow disk, or waiting on a slower GPU).
+Prints ``ready`` on rank 0 after the first
 step.
 """
 
@@ -46,6 +48,8 @@ def main() -> int:
     parser.add_argument("--item-s", type=float, default=0.004)
     parser.add_argument("--item-work", type=int, default=0, help="CPU work per sample in the workers")
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds each step sleeps (waiting for a GPU)")
+    parser.add_argument("--sleep-rank", type=int, default=None)
+    parser.add_argument("--sleep-s", type=float, default=0.06)
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -67,6 +71,8 @@ def main() -> int:
         x = torch.randn(128, 128)
         for _ in range(work):  # the rank's own compute, before the gradients' all-reduce
             x = torch.tanh(x @ weight)
+        if rank == args.sleep_rank:
+            time.sleep(args.sleep_s)
         loss = model(batch).sum() + x.mean() * 0
         loss.backward()
         optimizer.step()
