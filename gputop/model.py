@@ -795,8 +795,9 @@ class ProbeReport:
     failures: int = 0
     last_failure: str | None = None
     autocast: bool | None = None
-    """Whether the training thread was inside CUDA autocast at its last DataLoader batch boundary (a loop that
-    enters autocast only around its forward reads false there)."""
+    """Whether the training thread runs under CUDA autocast: seen at its last DataLoader batch boundary or inside
+    the outermost module call of a timed forward (a loop that enters autocast only around its forward shows
+    there)."""
     float32_matmul_precision: str | None = None
     """``torch.get_float32_matmul_precision()``: ``highest`` keeps float32 matmuls off the tensor cores (no TF32)."""
     parameter_dtypes: tuple[str, ...] | None = None

@@ -37,18 +37,24 @@ def compiling_check(torch: Any) -> Callable[[], bool]:
     return check if callable(check) else (lambda: False)
 
 
-def install(tracker: StepTracker, failed: Failed) -> None:
-    """Give the tracker its forward hooks and wrap ``torch.autograd.backward``; the job has imported torch."""
+def install(tracker: StepTracker, failed: Failed, in_forward: Callable[[], None] = lambda: None) -> None:
+    """Give the tracker its forward hooks and wrap ``torch.autograd.backward``; the job has imported torch.
+    ``in_forward`` is called inside each timed outermost forward (where the job's autocast is in effect)."""
     torch = sys.modules["torch"]
     is_compiling = compiling_check(torch)
-    tracker.forward_hooks = _forward_hooks(tracker, failed, is_compiling, sys.modules["torch.nn.modules.module"])
+    module_module = sys.modules["torch.nn.modules.module"]
+    tracker.forward_hooks = _forward_hooks(tracker, failed, is_compiling, module_module, in_forward)
     autograd = torch.autograd
     if not getattr(autograd.backward, PATCHED_ATTR, False):
         autograd.backward = wrap_phase(autograd.backward, BACKWARD, tracker, failed, is_compiling)
 
 
 def _forward_hooks(
-    tracker: StepTracker, failed: Failed, is_compiling: Callable[[], bool], module_module: Any
+    tracker: StepTracker,
+    failed: Failed,
+    is_compiling: Callable[[], bool],
+    module_module: Any,
+    in_forward: Callable[[], None],
 ) -> Callable[[bool], None]:
     ddp_seen: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -57,6 +63,8 @@ def _forward_hooks(
             return
         try:
             tracker.forward_pre(module, args)
+            if tracker.forward_depth == 1:
+                in_forward()
             ddp = tracker.forward_depth == 1 and type(module).__name__ == "DistributedDataParallel"
             if ddp and module not in ddp_seen:
                 ddp_seen.add(module)

@@ -2,7 +2,9 @@
 
 Read in the training thread, at a DataLoader batch boundary, at most once every ``READ_INTERVAL_S``: autocast is
 per thread, so only that thread can see it. At the boundary a loop that enters autocast only around its forward
-reads false; a loop run wholly inside autocast reads true. The global optimizer step hook
+reads false, which is why autocast is also read inside the outermost forward of the steps whose forward is timed
+(``phase_hooks``): the usual ``with torch.autocast(...): loss = model(x)`` shows there. A loop run wholly inside
+autocast reads true at both. The global optimizer step hook
 (``register_optimizer_step_post_hook``, torch 2.0 and later) is registered when the probe patches the DataLoader
 module (``import torch`` imports ``torch.optim`` first), and again at this read where it could not be then; the hook
 feeds ``tensors.TensorReader``, which also finds the parameters' dtypes.
@@ -24,6 +26,7 @@ class PrecisionReader:
 
     def __init__(self) -> None:
         self.autocast: bool | None = None
+        self.forward_autocast: bool | None = None
         self.matmul_precision: str | None = None
         self.due = 0.0
 
@@ -35,18 +38,29 @@ class PrecisionReader:
         torch = sys.modules.get("torch")
         if torch is None:
             return
-        try:
-            self.autocast = bool(torch.is_autocast_enabled("cuda"))
-        except TypeError:  # torch before 2.4 takes no device type
-            self.autocast = bool(torch.is_autocast_enabled())
+        self.autocast = _autocast_enabled(torch)
         self.matmul_precision = str(torch.get_float32_matmul_precision())[:16]
         hook_optimizers(hook, pre_hook)
 
+    def in_forward(self) -> None:
+        """In the training thread, inside the outermost module call of a timed forward."""
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            self.forward_autocast = _autocast_enabled(torch)
+
     def report(self) -> dict[str, Any]:
+        seen = (self.autocast, self.forward_autocast)
         return {
-            "autocast": self.autocast,
+            "autocast": True if True in seen else None if seen == (None, None) else False,
             "float32_matmul_precision": self.matmul_precision,
         }
+
+
+def _autocast_enabled(torch: Any) -> bool:
+    try:
+        return bool(torch.is_autocast_enabled("cuda"))
+    except TypeError:  # torch before 2.4 takes no device type
+        return bool(torch.is_autocast_enabled())
 
 
 def hook_optimizers(hook: Any, pre_hook: Any = None) -> None:

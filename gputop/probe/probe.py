@@ -150,7 +150,7 @@ class Probe:
         try:
             if not self._step_hooks:
                 self._step_hooks = True
-                phase_hooks.install(self.steps, self.failed)
+                phase_hooks.install(self.steps, self.failed, self._precision.in_forward)
             if not self._collectives:
                 self._collectives = wrap_collectives(self.steps, self.failed, is_compiling)
             if not self._cuda_hooks and self._cuda_sample is not None:
