@@ -20,12 +20,14 @@ WINDOW_S = 5
 CORES = len(os.sched_getaffinity(0))
 
 
-def torchrun(tmp_path: Path, probe_dir: Path, ranks: int, *args: str, seconds: float = 16) -> dict:
+def torchrun(
+    tmp_path: Path, probe_dir: Path, ranks: int, *args: str, seconds: float = 16, window: float = WINDOW_S
+) -> dict:
     """`gputop run --headless` over `torchrun --standalone` with ``ranks`` ranks of scripts/ddp.py; the report."""
     report = tmp_path / "report.json"
     job = [sys.executable, "-W", "ignore", "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
     job += [str(SCRIPTS / "ddp.py"), "--seconds", str(seconds), *args]
-    argv = [sys.executable, "-m", "gputop", "run", "--headless", "--window", str(WINDOW_S)]
+    argv = [sys.executable, "-m", "gputop", "run", "--headless", "--window", str(window)]
     argv += ["--report-json", str(report), "--", *job]
     env = {**os.environ, "GPUTOP_PROBE_DIR": str(probe_dir)}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=seconds + 90, cwd=tmp_path)
@@ -61,6 +63,33 @@ def test_a_rank_slowed_in_its_step_is_named_the_straggler(tmp_path, probe_dir):
     assert straggler["pids"][0] == straggler["pid"] and sorted(straggler["pids"]) == sorted(rank_of)
     assert straggler["job"] and "host" not in straggler["evidence"]  # a local rank has no host to name
     assert found(doc, "rank-imbalance") == []
+
+
+def test_a_rank_that_sleeps_in_its_step_is_named_within_30_s_with_the_phase(tmp_path, probe_dir):
+    # Rank 1 spends 60 ms of each step off the CPU (as when it reads a slow disk or waits on a slower GPU): both
+    # ranks' main threads mostly wait, so only the step's phases show who holds the other back. The job trains for
+    # 30 s, under the advisor's default 20 s window.
+    doc = torchrun(
+        tmp_path,
+        probe_dir,
+        2,
+        "--workers",
+        "1",
+        "--work",
+        "4",
+        "--sleep-rank",
+        "1",
+        "--sleep-s",
+        "0.06",
+        seconds=30,
+        window=20,
+    )
+
+    (straggler,) = found(doc, "straggler")
+    rank_of = ranks_of(doc)
+    assert rank_of[straggler["pid"]] == 1
+    assert straggler["evidence"]["phase"] == "other"  # the sleep is in the job's own code, between the phases
+    assert "other" in straggler["detail"]
 
 
 def test_a_rank_with_a_slow_dataset_raises_rank_imbalance_not_straggler(tmp_path, probe_dir):
