@@ -182,6 +182,9 @@ def _peak(probe: ProbeReport, used: Sequence[Gpu]) -> tuple[Precision | None, fl
     precision, why = precision_of(probe)
     if not used:
         return precision, None, None, "the process uses no GPU NVML lists"
+    if not probe.cuda and probe.cuda_reason:
+        # Its FLOPs are the CPU's: against a GPU's peak they would read as a GPU left idle.
+        return precision, None, None, f"its math runs on the CPU ({probe.cuda_reason})"
     peaks: list[GpuPeak] = []
     for gpu in used:
         peak = peak_of(gpu.name)

@@ -208,6 +208,17 @@ def test_a_cpu_job_has_a_cost_of_reasons() -> None:
     assert result.unavailable["mfu"] == "the process uses no GPU NVML lists"
 
 
+def test_a_job_whose_math_runs_on_the_cpu_has_no_mfu_against_its_gpu() -> None:
+    # NVML lists the process on the GPU, but CUDA is not initialised in it: its FLOPs are the CPU's.
+    probe = dataclasses.replace(PROBE, cuda=(), cuda_reason="CUDA not initialised in this process")
+
+    result = cost(probe)
+
+    assert (result.mfu, result.peak_tflops) == (None, None)
+    assert result.unavailable["mfu"] == "its math runs on the CPU (CUDA not initialised in this process)"
+    assert result.achieved_tflops == pytest.approx(61.2)
+
+
 def test_an_mfu_beyond_any_measurement_is_no_value() -> None:
     step = dataclasses.replace(STEP, flops_per_step=1e15)  # 50,000 TFLOP/s on a 989.5 peak: a wrong count
 
