@@ -182,8 +182,9 @@ def _peak(probe: ProbeReport, used: Sequence[Gpu]) -> tuple[Precision | None, fl
     precision, why = precision_of(probe)
     if not used:
         return precision, None, None, "the process uses no GPU NVML lists"
-    if not probe.cuda and probe.cuda_reason:
-        # Its FLOPs are the CPU's: against a GPU's peak they would read as a GPU left idle.
+    if probe.step is not None and probe.step.clock == "host" and not probe.cuda and probe.cuda_reason:
+        # No CUDA events and no CUDA memory: its FLOPs are the CPU's, which against a GPU's peak would read as a
+        # GPU left idle.
         return precision, None, None, f"its math runs on the CPU ({probe.cuda_reason})"
     peaks: list[GpuPeak] = []
     for gpu in used:

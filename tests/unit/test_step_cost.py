@@ -210,7 +210,8 @@ def test_a_cpu_job_has_a_cost_of_reasons() -> None:
 
 def test_a_job_whose_math_runs_on_the_cpu_has_no_mfu_against_its_gpu() -> None:
     # NVML lists the process on the GPU, but CUDA is not initialised in it: its FLOPs are the CPU's.
-    probe = dataclasses.replace(PROBE, cuda=(), cuda_reason="CUDA not initialised in this process")
+    step = dataclasses.replace(STEP, clock="host")
+    probe = dataclasses.replace(PROBE, step=step, cuda=(), cuda_reason="CUDA not initialised in this process")
 
     result = cost(probe)
 
