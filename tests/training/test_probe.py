@@ -161,10 +161,9 @@ def test_a_slow_training_step_shows_as_a_low_data_wait_share(probe_dir):
 
 
 def test_errors_of_the_dataset_reach_the_loop_unchanged(probe_dir):
-    for workers in ("0", "1"):
-        job, report = run_job(probe_dir, "--workers", workers, "--fail-at", "9")
-
-        assert job.returncode == 7, job.stderr
+    jobs = {workers: functools.partial(run_job, probe_dir, "--workers", workers, "--fail-at", "9") for workers in "01"}
+    for workers, (job, report) in run_jobs(jobs).items():
+        assert job.returncode == 7, f"{workers} workers: {job.stderr}"
         assert "ValueError: " in job.stdout and "item 9 is broken" in job.stdout
         assert report["failures"] == 0
 
