@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -72,29 +74,35 @@ def run_in_terminal(argv: list[str], env: dict[str, str], keys: list[tuple[bytes
         output += chunk
         return bool(chunk)
 
-    for wait_for, key in keys:
-        deadline = time.monotonic() + DEADLINE_S  # each step has the whole deadline, however slow the last one
-        while wait_for not in output and time.monotonic() < deadline:
-            if not more(deadline):
-                pytest.fail(f"the terminal closed before {wait_for!r}: {output!r}")
-        if wait_for not in output:
-            pytest.fail(f"no {wait_for!r} within {DEADLINE_S} s: {output!r}")
-        # The key must come after the process that printed wait_for waits for it, and after whatever else on the
-        # terminal (gputop beside the job) has done what the output started: once nothing there runs.
-        wait_until(lambda: all_waiting(pid), f"every process on the terminal waiting after {wait_for!r}")
-        os.write(terminal, key)
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline and more(deadline):
-        pass
-    _, status = os.waitpid(pid, 0)
-    os.close(terminal)
+    try:
+        for wait_for, key in keys:
+            deadline = time.monotonic() + DEADLINE_S  # each step has the whole deadline, however slow the last one
+            while wait_for not in output and time.monotonic() < deadline:
+                if not more(deadline):
+                    pytest.fail(f"the terminal closed before {wait_for!r}: {output!r}")
+            if wait_for not in output:
+                pytest.fail(f"no {wait_for!r} within {DEADLINE_S} s: {output!r}")
+            # The key must come after the process that printed wait_for waits for it, and after whatever else on
+            # the terminal (gputop beside the job) has done what the output started: once nothing there runs.
+            wait_until(lambda: all_waiting(pid), f"every process on the terminal waiting after {wait_for!r}")
+            os.write(terminal, key)
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and more(deadline):
+            pass
+    except BaseException:
+        for member in session_members(pid):  # a failed test leaves nothing running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, signal.SIGKILL)
+        raise
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(terminal)
     return os.waitstatus_to_exitcode(status), output
 
 
-def all_waiting(session: int) -> bool:
-    """Whether every process of ``session`` (a terminal's) is waiting, asleep or stopped: none running on a CPU or
-    in the kernel's uninterruptible sleep."""
-    states = []
+def session_members(session: int) -> dict[int, str]:
+    """The processes of ``session`` (a terminal's) and the state of each (``R`` running, ``S`` asleep, ...)."""
+    members = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -105,8 +113,15 @@ def all_waiting(session: int) -> bool:
             continue
         fields = text[text.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
         if int(fields[3]) == session:
-            states.append(fields[0])
-    return bool(states) and not {"R", "D"} & set(states)
+            members[int(entry.name)] = fields[0]
+    return members
+
+
+def all_waiting(session: int) -> bool:
+    """Whether every process of ``session`` is waiting, asleep or stopped: none running on a CPU or in the kernel's
+    uninterruptible sleep."""
+    states = set(session_members(session).values())
+    return bool(states) and not {"R", "D"} & states
 
 
 @pytest.fixture
