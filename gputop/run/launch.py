@@ -131,7 +131,10 @@ class SignalForwarder:
         """Block the signals left to this forwarder in the calling thread, and so in every thread it starts from
         now on, and SIGTTOU, so that gputop can write to the terminal and take it back from a background group.
         Returns the mask from before, for the command."""
-        return signal.pthread_sigmask(signal.SIG_BLOCK, (*self._signals, signal.SIGTTOU))
+        # SIGCONT too where the command has the terminal: blocked, the one that continues gputop after a stop stays
+        # pending for the thread that stopped it to take (``_stopped``), where a thread not blocking it would drop it.
+        cont = (signal.SIGCONT,) if self.terminal is not None else ()
+        return signal.pthread_sigmask(signal.SIG_BLOCK, (*self._signals, signal.SIGTTOU, *cont))
 
     def start(self, child: subprocess.Popen) -> None:
         self._child = child
@@ -182,12 +185,25 @@ class SignalForwarder:
         with contextlib.suppress(OSError):
             if os.tcgetpgrp(terminal) == child.pid:
                 os.tcsetpgrp(terminal, own)
-        os.killpg(own, signal.SIGTSTP)  # gputop's group, as the terminal would have stopped it with the command
-        # This thread at once, before it goes on: the group's stop may reach it later. Returns once continued, or
-        # at once where no shell is left to continue it (an orphaned group is not stopped).
-        signal.pthread_kill(threading.get_ident(), signal.SIGTSTP)
+        # gputop's group, as the terminal would have stopped it with the command. The stop reaches this thread
+        # whenever it comes, maybe only after the next few lines: so it goes on only once continued, told by the
+        # SIGCONT that the shell's fg or bg sends (the stop discarded any SIGCONT pending from before). A second
+        # SIGTSTP of this thread's own would stop gputop again after fg where the group's stop came first.
+        # No shell is left to continue an orphaned group: the kernel does not stop it, and this thread goes on.
+        os.killpg(own, signal.SIGTSTP)
+        while not _orphaned(own) and signal.sigtimedwait((signal.SIGCONT,), 1.0) is None:
+            pass
         with contextlib.suppress(OSError):
             if os.tcgetpgrp(terminal) == own:
                 os.tcsetpgrp(terminal, child.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGCONT)
+
+
+def _orphaned(group: int) -> bool:
+    """Whether gputop's process group is orphaned: its parent (the shell) is in no other group of its session, so
+    no shell can continue a stop, and the kernel discards a terminal stop signal sent to it."""
+    with contextlib.suppress(OSError):
+        parent = os.getppid()
+        return os.getpgid(parent) == group or os.getsid(parent) != os.getsid(0)
+    return True

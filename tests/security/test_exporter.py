@@ -20,6 +20,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -266,35 +267,46 @@ def exit_of(proc: subprocess.Popen) -> tuple[int, str]:
     return proc.returncode, err
 
 
+def sigterm_round(driver: FakeDriver, textfiles: Path, round_: int) -> tuple[Exporter, int, str]:
+    """Start an exporter, let it serve (and, every other round, write the textfile), SIGTERM it at a moment that
+    depends on the round; it, its exit status and the rest of its stderr."""
+    writing = ("--textfile", str(textfiles)) if round_ % 2 else ()
+    running = start_exporter(driver, "--listen", "127.0.0.1:0", *writing, "-d", "0.1")
+    try:
+        if writing:
+            wait_until(lambda: (textfiles / "gputop.prom").exists())
+        else:
+            running.scrape()
+        # Land the signal at different moments of the sampling and writing cycle.
+        time.sleep(round_ % 7 * 0.007)
+        if round_ % 4 >= 2:
+            sigterm_to_a_thread_other_than_main(running.proc.pid, round_)
+            code, err = exit_of(running.proc)
+        else:
+            code, err = running.stop()
+    finally:
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait()
+    return running, code, err
+
+
 def test_sigterm_always_stops_it_cleanly(driver, tmp_path):
     driver.write(training_box(1, []))
     textfiles = tmp_path / "textfiles"
     textfiles.mkdir()
-    for round_ in range(SIGTERM_ROUNDS):
-        # Serving alone, and serving and writing the textfile (whose main thread wakes at every snapshot).
-        writing = ("--textfile", str(textfiles)) if round_ % 2 else ()
-        running = start_exporter(driver, "--listen", "127.0.0.1:0", *writing, "-d", "0.1")
-        try:
-            if writing:
-                wait_until(lambda: (textfiles / "gputop.prom").exists())
-            else:
-                running.scrape()
-            # Land the signal at different moments of the sampling and writing cycle.
-            time.sleep(round_ % 7 * 0.007)
-            if round_ % 4 >= 2:
-                sigterm_to_a_thread_other_than_main(running.proc.pid, round_)
-                code, err = exit_of(running.proc)
-            else:
-                code, err = running.stop()
-        finally:
-            if running.proc.poll() is None:
-                running.proc.kill()
-                running.proc.wait()
-
-        assert code == 0, f"round {round_}: exit status {code}, stderr {err!r}"
-        assert "Traceback" not in err, f"round {round_}: {err}"
-        assert nobody_listens_on(port_of(running)), f"round {round_}: the port is still served"
-        assert list(textfiles.iterdir()) == [], f"round {round_}: left {[p.name for p in textfiles.iterdir()]}"
+    # Two rounds at a time, one serving alone and one serving and writing the textfile (whose main thread wakes at
+    # every snapshot); both have ended before either's port and the textfile directory are checked, so no
+    # exporter of the next pair can hold the port a checked one had.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for first in range(0, SIGTERM_ROUNDS, 2):
+            pair = range(first, min(first + 2, SIGTERM_ROUNDS))
+            ended = list(pool.map(lambda round_: sigterm_round(driver, textfiles, round_), pair))
+            for round_, (running, code, err) in zip(pair, ended):
+                assert code == 0, f"round {round_}: exit status {code}, stderr {err!r}"
+                assert "Traceback" not in err, f"round {round_}: {err}"
+                assert nobody_listens_on(port_of(running)), f"round {round_}: the port is still served"
+            assert list(textfiles.iterdir()) == [], f"rounds {pair}: left {[p.name for p in textfiles.iterdir()]}"
 
 
 @pytest.fixture

@@ -195,6 +195,20 @@ def test_ctrl_z_stops_the_job_with_gputop_and_fg_resumes_both(
     assert code == 0
 
 
+def test_ctrl_z_with_no_shell_to_continue_them_leaves_neither_stopped(
+    env: dict[str, str], tmp_path: Path, counter: Path
+) -> None:
+    # gputop leads the terminal's session itself: no shell could run fg, and the kernel does not stop an orphaned
+    # group. The job must go on at once, not wait stopped for a continue that never comes.
+    count = tmp_path / "count"
+    argv = [*GPUTOP_RUN, "--headless", "--", *PYTHON, str(counter), str(count)]
+
+    code, output = run_in_terminal(argv, env, [(b"ready", b"\x1a"), (b"continued", b"\x03")])
+
+    assert count.read_text() == "1", output
+    assert code == 41
+
+
 def test_a_job_that_reads_the_terminal_can(env: dict[str, str]) -> None:
     job = "import sys; print('ready', flush=True); print('read', sys.stdin.readline().strip(), flush=True)"
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -52,29 +54,74 @@ def read_line(proc: subprocess.Popen, prefix: str, timeout_s: float = DEADLINE_S
 
 def run_in_terminal(argv: list[str], env: dict[str, str], keys: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
     """Run ``argv`` as the session leader of a new terminal; for each (wait_for, key), type ``key`` once the output
-    holds ``wait_for``. Returns the exit status and everything written to the terminal."""
+    holds ``wait_for`` and every process on the terminal waits (``all_waiting``). Returns the exit status and
+    everything written to the terminal."""
     pid, terminal = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, env)
     output = b""
-    deadline = time.monotonic() + DEADLINE_S
-    for wait_for, key in keys:
-        while wait_for not in output and time.monotonic() < deadline:
-            output += os.read(terminal, 1024)
-        deadline = time.monotonic() + DEADLINE_S  # each step has the whole deadline, however slow the last one
-        time.sleep(0.3)  # the key must come after the process that prints wait_for waits for it
-        os.write(terminal, key)
-    while time.monotonic() < deadline:
+
+    def more(deadline: float) -> bool:
+        """Read what the terminal has within the deadline; False once its last process has gone."""
+        nonlocal output
+        ready, _, _ = select.select([terminal], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return True
         try:
             chunk = os.read(terminal, 1024)
         except OSError:  # EIO: the terminal's last process has gone
-            break
-        if not chunk:
-            break
+            return False
         output += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(terminal)
+        return bool(chunk)
+
+    try:
+        for wait_for, key in keys:
+            deadline = time.monotonic() + DEADLINE_S  # each step has the whole deadline, however slow the last one
+            while wait_for not in output and time.monotonic() < deadline:
+                if not more(deadline):
+                    pytest.fail(f"the terminal closed before {wait_for!r}: {output!r}")
+            if wait_for not in output:
+                pytest.fail(f"no {wait_for!r} within {DEADLINE_S} s: {output!r}")
+            # The key must come after the process that printed wait_for waits for it, and after whatever else on
+            # the terminal (gputop beside the job) has done what the output started: once nothing there runs.
+            wait_until(lambda: all_waiting(pid), f"every process on the terminal waiting after {wait_for!r}")
+            os.write(terminal, key)
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and more(deadline):
+            pass
+    except BaseException:
+        for member in session_members(pid):  # a failed test leaves nothing running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, signal.SIGKILL)
+        raise
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(terminal)
     return os.waitstatus_to_exitcode(status), output
+
+
+def session_members(session: int) -> dict[int, str]:
+    """The processes of ``session`` (a terminal's) and the state of each (``R`` running, ``S`` asleep, ...)."""
+    members = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                text = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
+        if int(fields[3]) == session:
+            members[int(entry.name)] = fields[0]
+    return members
+
+
+def all_waiting(session: int) -> bool:
+    """Whether every process of ``session`` is waiting, asleep or stopped: none running on a CPU or in the kernel's
+    uninterruptible sleep."""
+    states = set(session_members(session).values())
+    return bool(states) and not {"R", "D"} & states
 
 
 @pytest.fixture

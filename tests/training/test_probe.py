@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -20,17 +24,35 @@ from tests.training.conftest import SCRIPTS
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 PYTHON = [sys.executable, "-W", "ignore"]
+T = TypeVar("T")
+Ended = tuple[subprocess.CompletedProcess, dict | None]
+"""A job run to its end, and the report it left (None: none)."""
 
 
-def run_job(probe_dir: Path, *args: str, code: str | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
+def run_job(probe_dir: Path, *args: str, code: str | None = None, environ: dict[str, str] | None = None) -> Ended:
     """Run train.py ARGS (or ``-c CODE``) with the probe, to its end; returns it and the report it left."""
     argv = [*PYTHON, "-c", code] if code else [*PYTHON, str(SCRIPTS / "train.py"), *args]
-    env = probe_env(dict(os.environ), str(probe_dir), "test")
+    env = probe_env(dict(os.environ if environ is None else environ), str(probe_dir), "test")
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=60)
     path = probe_dir / f"{proc.pid}.json"
     report = json.loads(path.read_text()) if path.exists() else None
     return subprocess.CompletedProcess(argv, proc.returncode, out, err), report
+
+
+def run_jobs(jobs: dict[str, Callable[[], T]]) -> dict[str, T]:
+    """Each job's result, two jobs at a time: for jobs whose reports time nothing, each a torch start that spends
+    most of its time importing, on one core."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(job) for key, job in jobs.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
+def private_dir(factory: pytest.TempPathFactory) -> Path:
+    """A probe directory as the ``probe_dir`` fixture makes one, for a module's jobs."""
+    path = factory.mktemp("job") / "probe"
+    path.mkdir(mode=0o700)
+    return path
 
 
 # -- statistics over the running totals -------------------------------------------------------------------------
@@ -88,11 +110,25 @@ def test_report_carries_the_loader_configuration_as_requested_and_in_effect(prob
     assert (loader["passes"], loader["batches"]) == (3, 15)
 
 
-@pytest.mark.parametrize("rank", ["²", "١", "99999999999999999999"])
-def test_a_rank_that_is_not_ascii_digits_is_unknown_and_the_report_still_written(probe_dir, monkeypatch, rank):
+RANKS = ["²", "١", "99999999999999999999"]
+
+
+@pytest.fixture(scope="module")
+def rank_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ended]:
+    """A short job with each rank in RANK, and its report, by the rank."""
+    args = ("--workers", "0", "--epochs", "1", "--batches", "2")
+    return run_jobs(
+        {
+            rank: functools.partial(run_job, private_dir(tmp_path_factory), *args, environ={**os.environ, "RANK": rank})
+            for rank in RANKS
+        }
+    )
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_a_rank_that_is_not_ascii_digits_is_unknown_and_the_report_still_written(rank_jobs, rank):
     """``str.isdigit`` takes ``²``, which ``int`` refuses: the report then failed to build, every time."""
-    monkeypatch.setenv("RANK", rank)
-    job, report = run_job(probe_dir, "--workers", "0", "--epochs", "1", "--batches", "2")
+    job, report = rank_jobs[rank]
 
     assert job.returncode == 0, job.stderr
     assert report is not None and (report["rank"], report["failures"]) == (None, 0)
@@ -125,10 +161,9 @@ def test_a_slow_training_step_shows_as_a_low_data_wait_share(probe_dir):
 
 
 def test_errors_of_the_dataset_reach_the_loop_unchanged(probe_dir):
-    for workers in ("0", "1"):
-        job, report = run_job(probe_dir, "--workers", workers, "--fail-at", "9")
-
-        assert job.returncode == 7, job.stderr
+    jobs = {workers: functools.partial(run_job, probe_dir, "--workers", workers, "--fail-at", "9") for workers in "01"}
+    for workers, (job, report) in run_jobs(jobs).items():
+        assert job.returncode == 7, f"{workers} workers: {job.stderr}"
         assert "ValueError: " in job.stdout and "item 9 is broken" in job.stdout
         assert report["failures"] == 0
 
@@ -344,20 +379,26 @@ MODEL_PARAMETERS = 32 * 64 + 64 + 64 * 10 + 10  # Linear M×N + N, twice
 HEAD_PARAMETERS = 10 * 3 + 3
 
 
-@pytest.mark.parametrize(
-    ("optimizer", "extra", "dtype", "state_per_parameter", "scalars"),
-    [
-        ("SGD", "", "torch.float32", 0, 0),  # plain SGD keeps no state
-        ("SGD", ", momentum=0.9", "torch.float32", 1, 0),  # a momentum buffer per parameter
-        ("Adam", "", "torch.float32", 2, 4),  # exp_avg and exp_avg_sq, and a float32 step per tensor
-        ("AdamW", "", "torch.bfloat16", 2, 4),  # the moments take the parameters' dtype
-    ],
-)
+TENSOR_CASES = [
+    ("SGD", "", "torch.float32", 0, 0),  # plain SGD keeps no state
+    ("SGD", ", momentum=0.9", "torch.float32", 1, 0),  # a momentum buffer per parameter
+    ("Adam", "", "torch.float32", 2, 4),  # exp_avg and exp_avg_sq, and a float32 step per tensor
+    ("AdamW", "", "torch.bfloat16", 2, 4),  # the moments take the parameters' dtype
+]
+
+
+@pytest.fixture(scope="module")
+def tensor_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Ended]:
+    """Each case's job and report, by its code."""
+    codes = [TENSORS_JOB.format(optimizer=o, extra=e, dtype=d) for o, e, d, *_ in TENSOR_CASES]
+    return run_jobs({code: functools.partial(run_job, private_dir(tmp_path_factory), code=code) for code in codes})
+
+
+@pytest.mark.parametrize(("optimizer", "extra", "dtype", "state_per_parameter", "scalars"), TENSOR_CASES)
 def test_the_report_counts_weights_gradients_and_optimizer_state_exactly(
-    probe_dir, optimizer, extra, dtype, state_per_parameter, scalars
+    tensor_jobs, optimizer, extra, dtype, state_per_parameter, scalars
 ):
-    code = TENSORS_JOB.format(optimizer=optimizer, extra=extra, dtype=dtype)
-    job, report = run_job(probe_dir, code=code)
+    job, report = tensor_jobs[TENSORS_JOB.format(optimizer=optimizer, extra=extra, dtype=dtype)]
 
     assert job.returncode == 0, job.stderr
     assert report["failures"] == 0, report["last_failure"]
