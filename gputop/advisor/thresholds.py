@@ -184,6 +184,10 @@ STEP_VARIANCE_WARNING = 3.0
 STEP_DRIFT = 1.2
 """The window's median step 20 % slower than the first steady window's: the job slows down as it runs (gputop)."""
 STEP_DRIFT_WARNING = 1.5
+STEP_DRIFT_MIN_RUN_S = 120.0
+"""Drift is judged only once the job has trained this long (its steps over its steps a second): the causes it
+names (heat, leaks, a growing cache) take minutes, and a first steady window that ends seconds before the latest
+one mostly compares the machine's load from one moment to the next (gputop)."""
 
 # -- jobs of several ranks ----------------------------------------------------------------------------------------
 

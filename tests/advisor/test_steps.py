@@ -186,8 +186,13 @@ def test_step_variance_leaves_a_loop_that_waits_for_data_to_data_starved():
     assert step_variance(timed(anatomy(data=0.02, p95_s=0.2, step_s=0.04)), CONFIG) is None
 
 
+def drifting(drift: float, steps: int = 10_000, **phases: float) -> StepAnatomy:
+    """A step that has drifted, after ``steps`` steps (of 50 ms: 10,000 is 500 s of training)."""
+    return dataclasses.replace(anatomy(drift=drift, **phases), steps=steps)
+
+
 def test_step_drift_names_the_throttling_it_sees():
-    finding = step_drift(timed(anatomy(drift=1.6), reasons=("sw_thermal_slowdown",)), CONFIG)
+    finding = step_drift(timed(drifting(1.6), reasons=("sw_thermal_slowdown",)), CONFIG)
 
     assert finding.title == "Steps slow down: 60% slower than at the start"
     assert "its GPU is throttled in 100% of the samples" in finding.detail
@@ -195,8 +200,19 @@ def test_step_drift_names_the_throttling_it_sees():
 
 
 def test_step_drift_silent_for_steady_steps_or_ones_that_sped_up():
-    assert step_drift(timed(anatomy(drift=1.1)), CONFIG) is None
-    assert step_drift(timed(anatomy(drift=0.7)), CONFIG) is None
+    assert step_drift(timed(drifting(1.1)), CONFIG) is None
+    assert step_drift(timed(drifting(0.7)), CONFIG) is None
+
+
+def test_step_drift_waits_for_minutes_of_training():
+    # 1000 steps of 50 ms: 50 s, in which a first window and the latest one compare moments of the machine's load.
+    assert step_drift(timed(drifting(1.6, steps=1000)), CONFIG) is None
+    assert step_drift(timed(drifting(1.6, steps=3000)), CONFIG) is not None  # 150 s
+
+
+def test_step_drift_leaves_a_loop_that_waits_for_data_to_data_starved():
+    # A loop whose steps are set by its loader: on the io-bound scenario under load the drift read 1.56.
+    assert step_drift(timed(drifting(1.6, data=0.02)), CONFIG) is None
 
 
 # -- the engine -----------------------------------------------------------------------------------------------------

@@ -17,6 +17,10 @@ from gputop.model import INFO, SOURCE_BOTH, SOURCE_PROBE, WARNING
 
 STEP_P95_S = Reader("step_p95_s", lambda s: s.step.step_p95_s if s.step is not None else None)
 STEP_DRIFT = Reader("step drift", lambda s: s.step.drift if s.step is not None else None)
+TRAINED_S = Reader(
+    "step trained_s",
+    lambda s: s.step.steps / s.step.steps_per_s if s.step is not None and s.step.steps_per_s else None,
+)
 
 
 def _ms(seconds: float) -> str:
@@ -98,12 +102,19 @@ def step_variance(w: JobWindow, config: AdvisorConfig) -> Finding | None:
 
 
 def step_drift(w: JobWindow, config: AdvisorConfig) -> Finding | None:
-    """The steps have grown slower since the job's first steady window."""
+    """The steps have grown slower since the job's first steady window, in a job that has trained for minutes
+    and hardly waits for data: the steps of one that does are set by its loader, which ``data-starved`` names."""
     recent = timed_window(w, config)
     if recent is None:
         return None
     drift = recent.median(STEP_DRIFT)
     if drift is None or drift < th.STEP_DRIFT:
+        return None
+    trained = recent.median(TRAINED_S)
+    if trained is None or trained < th.STEP_DRIFT_MIN_RUN_S:
+        return None
+    data = recent.median(DATA_SHARE)
+    if data is not None and data >= th.DATA_WAIT_INFO:
         return None
     step_s = recent.median(STEP_S)
     throttled = recent.share(ANY_THROTTLE)
