@@ -9,7 +9,8 @@ a DataLoader has its steps cut at the end of an optimizer step instead: the firs
 that a loop stepping two optimizers (a GAN's) makes one step per turn of the loop, not two.
 
 Every step's length is timed on the host clock. Its phases are timed on sampled steps only: one in
-``SAMPLE_EVERY``, or the next one once ``SAMPLE_GAP_S`` has gone by. Torch's global module forward hooks, the
+``SAMPLE_EVERY`` on average (the gap varies, so that a loop's cycle is not sampled at one point of it), or the
+next one once ``SAMPLE_GAP_S`` has gone by. Torch's global module forward hooks, the
 one piece whose cost grows with the model (they are called for every module), are installed for a sampled step
 and removed after it; a job that uses ``torch.compile`` keeps them installed, so that compiled code never sees the
 hooks come and go (they do nothing while dynamo traces them). On CUDA a sampled step also records an event from a
@@ -19,6 +20,7 @@ job: the hooks that call in are guarded by their callers and count their failure
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from collections import deque
@@ -29,6 +31,8 @@ from .phases import BACKWARD, COLLECTIVE, DATA, FORWARD, H2D, OPTIMIZER, OTHER, 
 
 SAMPLE_EVERY = 16
 SAMPLE_GAP_S = 0.25
+_GAPS = random.Random()
+"""The probe's own generator: drawing from ``random``'s shared one would change the job's random numbers."""
 """A step is sampled when ``SAMPLE_EVERY`` steps or ``SAMPLE_GAP_S`` seconds have passed since the last sampled
 one: slow steps are all sampled, fast ones one in 16, whose hooks then cost a sixteenth."""
 MAX_FINISHED = 2048
@@ -136,6 +140,7 @@ class StepTracker:
         # Phases of a sampled step
         self.sampled = False
         self.last_sampled_step = -SAMPLE_EVERY
+        self.sample_gap = SAMPLE_EVERY
         self.last_sampled_at = float("-inf")
         self.seconds = [0.0] * len(PHASE_NAMES)
         self.current = OTHER
@@ -205,8 +210,12 @@ class StepTracker:
             self.stack.clear()
         self.current = OTHER
         self.since = now
-        sampled = self.steps - self.last_sampled_step >= SAMPLE_EVERY or now - self.last_sampled_at >= SAMPLE_GAP_S
+        due = self.steps - self.last_sampled_step >= self.sample_gap
+        sampled = due or now - self.last_sampled_at >= SAMPLE_GAP_S
         if sampled:
+            # The gap to the next sampled step varies around SAMPLE_EVERY: a fixed one would sample the same step
+            # of every cycle a loop repeats (with 2 or 4 workers, the step whose batch comes last every time).
+            self.sample_gap = max(1, SAMPLE_EVERY // 2 + _GAPS.randrange(SAMPLE_EVERY))
             self.last_sampled_step = self.steps
             self.last_sampled_at = now
             self.seconds = [0.0] * len(PHASE_NAMES)

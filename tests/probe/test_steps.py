@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from gputop.probe import steps as steps_module
@@ -194,11 +196,12 @@ def test_the_forward_hooks_are_in_place_only_for_sampled_steps(clock):
     tracker = StepTracker(clock)
     switched: list[bool] = []
     tracker.forward_hooks = switched.append
-    for _ in range(steps_module.SAMPLE_EVERY + 2):
+    for _ in range(2 * steps_module.SAMPLE_EVERY):  # the gap to the next sampled step is at most 1.5 of it
         tracker.batch_requested(clock.now, 1)
         clock.now += 0.001
 
-    assert switched == [True, False, True, False]
+    assert switched[:4] == [True, False, True, False]
+    assert all(on != then for on, then in itertools.pairwise(switched))  # on for one step, off after it
 
 
 def test_instruments_measure_exactly_one_step(tracker, clock):
@@ -229,3 +232,17 @@ def test_instruments_measure_exactly_one_step(tracker, clock):
     assert instrument.calls == [("begin", 102.0), ("end", 103.0)]
     assert [r.measured for r in tracker.finished] == [False, False, True, False]
     assert tracker.finished[2].seconds is None  # slowed by what measured it: no phases from it
+
+
+def test_sampled_steps_fall_on_every_point_of_a_loops_cycle(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two workers: the batch of one comes late (1 s), the other's is ready at once, turn by turn. Sampling one step
+    # in a fixed 16 would time only one of the two, and put the loop's data wait at 0 or at twice its mean.
+    monkeypatch.setattr(steps_module, "SAMPLE_GAP_S", 1e9)  # by count alone
+    tracker = StepTracker(clock)
+    for n in range(1600):
+        train_step(tracker, clock, optimizer=object(), data=1.0 if n % 2 else 0.0)
+
+    sampled = [r for r in tracker.finished if r.seconds is not None]
+    data = [r.seconds[PHASE_NAMES.index("data")] for r in sampled]
+    assert len(sampled) >= 20
+    assert 0.3 < sum(data) / len(data) < 0.7  # the true mean is 0.5 s
