@@ -22,7 +22,7 @@ from gputop.advisor.readers import DATA_WAIT_SHARE, HAS_STEP, MAIN_THREAD_BUSY, 
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
 from gputop.advisor.window import MIN_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, JobRank
-from gputop.model import INFO, PHASES, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, Phase
+from gputop.model import INFO, PHASES, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, AdviceSource, Phase
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,41 +199,31 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     mine = slowest.phases.get(phase, 0.0)
     name = _named(slowest.rank, slowest.window)
     differences = _differences(slowest.window, [r.window for r in others])
-    return JobFinding(
-        Finding(
-            severity=WARNING,
-            title=f"Straggler: {rank_name(slowest.rank).split(' (')[0]} holds the other {len(others)} back",
-            detail=f"{name} spends {mine * 1000:.0f} ms of each step in {phase}, the others' median "
-            f"{theirs * 1000:.0f} ms; its own work takes {slowest.own_s * 1000:.0f} ms a step against the others' "
-            f"{own * 1000:.0f} ms, and the others wait for it in collectives {pct(waiting)} of each step (it waits "
-            f"{pct(slowest.wait_share)})",
-            action=(
-                f"Look at {PHASE_WORDS[phase]} on {name}: whatever makes it {(mine - theirs) * 1000:.0f} ms longer "
-                "there, on the CPU, in I/O, asleep or on its GPU"
-                + (": " + "; ".join(differences) if differences else "")
-                + ". The whole job runs at its pace: every step ends with the other ranks waiting for it in the "
-                "gradients' all-reduce."
-            ),
-            source=SOURCE_PROBE if not differences else SOURCE_BOTH,
-            evidence={
-                "rank": slowest.rank.rank,
-                "pid": slowest.rank.pid,
-                **({"host": slowest.rank.host} if slowest.rank.host else {}),
-                "gpus": tuple(g.index for g in slowest.window.latest.gpus),
-                "measured_by": "step",
-                "phase": phase,
-                "phase_s": round(mine, 4),
-                "others_phase_s": round(theirs, 4),
-                "own_step_s": round(slowest.own_s, 4),
-                "others_own_step_s": round(own, 4),
-                "others_wait_share": round(waiting, 3),
-                "own_wait_share": round(slowest.wait_share, 3),
-                "step_s": round(step_s, 4),
-                "ranks": len(ranks),
-            },
-        ),
-        slowest.rank.pid,
-        job.pids,
+    return _straggler(
+        job,
+        slowest.rank,
+        slowest.window,
+        len(others),
+        detail=f"{name} spends {mine * 1000:.0f} ms of each step in {phase}, the others' median "
+        f"{theirs * 1000:.0f} ms; its own work takes {slowest.own_s * 1000:.0f} ms a step against the others' "
+        f"{own * 1000:.0f} ms, and the others wait for it in collectives {pct(waiting)} of each step (it waits "
+        f"{pct(slowest.wait_share)})",
+        look=f"Look at {PHASE_WORDS[phase]} on {name}: whatever makes it {(mine - theirs) * 1000:.0f} ms longer "
+        "there, on the CPU, in I/O, asleep or on its GPU" + (": " + "; ".join(differences) if differences else ""),
+        source=SOURCE_PROBE if not differences else SOURCE_BOTH,
+        evidence={
+            "gpus": tuple(g.index for g in slowest.window.latest.gpus),
+            "measured_by": "step",
+            "phase": phase,
+            "phase_s": round(mine, 4),
+            "others_phase_s": round(theirs, 4),
+            "own_step_s": round(slowest.own_s, 4),
+            "others_own_step_s": round(own, 4),
+            "others_wait_share": round(waiting, 3),
+            "own_wait_share": round(slowest.wait_share, 3),
+            "step_s": round(step_s, 4),
+            "ranks": len(ranks),
+        },
     )
 
 
@@ -255,31 +245,53 @@ def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
     slower = (slowest.own_s or 0.0) / own - 1
     name = _named(slowest.rank, slowest.window)
     differences = _differences(slowest.window, [s.window for s in others])
+    return _straggler(
+        job,
+        slowest.rank,
+        slowest.window,
+        len(others),
+        detail=f"{name} computes {(slowest.own_s or 0) * 1000:.0f} ms of each step, {pct(slower)} more than the "
+        f"others' median of {own * 1000:.0f} ms; the others wait for it {pct(waiting)} of each step",
+        look=f"Look at {name}: "
+        + ("; ".join(differences) if differences else "it differs from the others in nothing gputop sees"),
+        source=SOURCE_BOTH,
+        evidence={
+            "own_step_s": round(slowest.own_s or 0.0, 4),
+            "others_own_step_s": round(own, 4),
+            "others_wait_share": round(waiting, 3),
+            "ranks": len(stats),
+        },
+    )
+
+
+def _straggler(
+    job: Job,
+    rank: JobRank,
+    window: JobWindow,
+    others: int,
+    detail: str,
+    look: str,
+    source: AdviceSource,
+    evidence: dict[str, object],
+) -> JobFinding:
+    """The straggler finding, however it was measured: ``look`` says where to look, ``evidence`` follows the rank's
+    own (rank, PID, host)."""
     return JobFinding(
         Finding(
             severity=WARNING,
-            title=f"Straggler: {name.split(' (')[0]} holds the other {len(others)} back",
-            detail=f"{name} computes {(slowest.own_s or 0) * 1000:.0f} ms of each step, {pct(slower)} more than the "
-            f"others' median of {own * 1000:.0f} ms; the others wait for it {pct(waiting)} of "
-            "each step",
-            action=(
-                f"Look at {name}: "
-                + ("; ".join(differences) if differences else "it differs from the others in nothing gputop sees")
-                + ". The whole job runs at its pace: every step ends with the other ranks waiting for it in the "
-                "gradients' all-reduce."
-            ),
-            source=SOURCE_BOTH,
+            title=f"Straggler: {rank_name(rank).split(' (')[0]} holds the other {others} back",
+            detail=detail,
+            action=look + ". The whole job runs at its pace: every step ends with the other ranks waiting for it in "
+            "the gradients' all-reduce.",
+            source=source,
             evidence={
-                "rank": slowest.rank.rank,
-                "pid": slowest.rank.pid,
-                **({"host": slowest.rank.host} if slowest.rank.host else {}),
-                "own_step_s": round(slowest.own_s or 0.0, 4),
-                "others_own_step_s": round(own, 4),
-                "others_wait_share": round(waiting, 3),
-                "ranks": len(stats),
+                "rank": rank.rank,
+                "pid": rank.pid,
+                **({"host": rank.host} if rank.host else {}),
+                **evidence,
             },
         ),
-        slowest.rank.pid,
+        rank.pid,
         job.pids,
     )
 
