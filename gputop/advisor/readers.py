@@ -82,6 +82,8 @@ TENSOR_ACTIVITY = Reader("tensor_activity_percent", lambda s: s.tensor_activity_
 GPU_MEMORY_FRACTION = Reader("gpu_memory_fraction", lambda s: s.gpu_memory_fraction)
 
 MAIN_THREAD_BUSY = Reader("main thread busy_share", lambda s: s.view.main_thread.busy_share)
+MAIN_THREAD_CPU = Reader("main thread cpu_percent", lambda s: s.view.main_thread.cpu_percent)
+"""The main thread's own time on a CPU, in % of a core: its busy share less this is its time waiting for one."""
 MAIN_THREAD_RUNNING = Reader(
     "main thread running",
     lambda s: None if s.view.main_thread.status is None else s.view.main_thread.status == "running",

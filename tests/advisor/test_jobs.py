@@ -21,8 +21,9 @@ FIRST = 7000
 
 
 def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None, steps: dict | None = None):
-    """A torchrun job with one rank per dict (``wait``, ``busy``, ``steps``, ``workers``, ``worker_status``,
-    ``batch``), and each rank's window; ``steps`` gives ranks their probe's step anatomy, by rank."""
+    """A torchrun job with one rank per dict (``wait``, ``busy``, ``cpu``, ``steps``, ``workers``,
+    ``worker_status``, ``batch``, ``host``, ``host_cpu``), and each rank's window; ``steps`` gives ranks their probe's step anatomy,
+    by rank."""
     members = []
     windows = {}
     for n, figures in enumerate(ranks):
@@ -36,14 +37,15 @@ def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None, steps: di
             ),
             workers(figures.get("workers", 2), status=figures.get("worker_status", "sleeping"), first=9000 + 10 * n),
             main_busy=figures.get("busy", 0.6),
+            main_cpu=figures.get("cpu"),
             pid=pid,
             anatomy=(steps or {}).get(n),
         )
         training = dataclasses.replace(training, launch=Launch(rank=n, local_rank=n, world_size=len(ranks)))
-        machine = host(cores=cores)
+        machine = host(cpu_percent=figures.get("host_cpu", 50.0), cores=cores)
         gpus = (dataclasses.replace(gpu(), index=n),)
         windows[pid] = window(lambda t, v=training, m=machine, g=gpus: sample(t, v, gpus=g, machine=m))
-        members.append(JobRank(training, n, n, host_name))
+        members.append(JobRank(training, n, n, figures.get("host", host_name)))
     return Job("j0b", JOB_TORCHRUN, tuple(members), len(ranks)), windows
 
 
@@ -114,6 +116,40 @@ def test_the_rank_the_others_wait_for_in_collectives_is_the_straggler_named_with
     assert found.finding.evidence["phase"] == "forward" and found.finding.evidence["measured_by"] == "step"
     assert found.finding.evidence["others_wait_share"] == pytest.approx(0.51, abs=0.01)
     assert "its forward pass on rank 1" in found.finding.action
+
+
+def test_a_rank_that_waits_for_a_cpu_its_host_shares_with_the_others_is_no_straggler():
+    # Both ranks on one host whose cores are all taken: rank 1 is 20 ms late each step only because it waited
+    # 17 ms more for a CPU (on a CPU or runnable 30 % of the time, on one 10 %). The scheduler spreads that wait
+    # over the ranks as it pleases; nothing of rank 1's own makes it slower.
+    steps = {0: rank_step(0.025), 1: rank_step(0.005, other=0.02)}
+    ranks = {"busy": 0.1, "cpu": 10, "host_cpu": 97}, {"busy": 0.3, "cpu": 10, "host_cpu": 97}
+    assert straggler(*job_of(*ranks, steps=steps), CONFIG) is None
+    # By the CPU too: rank 1 on a CPU or runnable 90 % of its step, on one 50 %, like the others.
+    ranks = {"busy": 0.5, "cpu": 50, "host_cpu": 97}, {"busy": 0.9, "cpu": 50, "host_cpu": 97}
+    assert straggler(*job_of(*ranks), CONFIG) is None
+
+
+def test_a_rank_that_waits_for_a_cpu_where_the_host_has_cores_free_is_the_straggler():
+    # The same with cores free (the host 60 % busy): rank 1 waits for the busy cores its affinity holds it to.
+    steps = {0: rank_step(0.025), 1: rank_step(0.005, other=0.02)}
+    ranks = {"busy": 0.1, "cpu": 10, "host_cpu": 60}, {"busy": 0.3, "cpu": 10, "host_cpu": 60}
+
+    found = straggler(*job_of(*ranks, steps=steps), CONFIG)
+
+    assert found.pid == FIRST + 1
+    assert "it waits for a CPU 17 ms of each step, the others 0 ms" in found.finding.action
+
+
+def test_a_rank_that_waits_for_a_cpu_on_its_own_host_is_the_straggler_and_says_so():
+    # The same on two hosts: rank 1's host holds its cores, and the whole job waits for it.
+    steps = {0: rank_step(0.025), 1: rank_step(0.005, other=0.02)}
+    ranks = {"busy": 0.1, "cpu": 10, "host": "node-a"}, {"busy": 0.3, "cpu": 10, "host": "node-b"}
+
+    found = straggler(*job_of(*ranks, steps=steps), CONFIG)
+
+    assert found.pid == FIRST + 1
+    assert "it waits for a CPU 17 ms of each step (on node-b), the others 0 ms" in found.finding.action
 
 
 def test_a_rank_waiting_for_its_data_is_no_straggler_by_the_step_either():

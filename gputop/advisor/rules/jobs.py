@@ -8,6 +8,11 @@ wait as each rank's ``collective`` phase, and the rank the others wait for as th
 while it waits least, whatever makes it slower (its CPU, its I/O, a sleep, its GPU). Without the anatomy the
 wait shows from outside as the main thread off the CPU while the loop is not waiting for data, and what a rank
 computes per step as its main thread's time on the CPU: that finds only a rank slowed on the CPU.
+
+A rank that is late only because it waited longer than the others for a CPU of a host they share, all of whose
+cores are taken, is no straggler: the scheduler hands that wait to whichever rank it likes, and nothing of the
+rank's own would change it. On a host of its own, or where cores are free, that wait is what slows it, and the
+finding says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,16 @@ from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import worker_activity
-from gputop.advisor.readers import DATA_WAIT_SHARE, HAS_STEP, MAIN_THREAD_BUSY, PHASE_S, STEP_MEAN_S, STEPS_PER_S
+from gputop.advisor.readers import (
+    DATA_WAIT_SHARE,
+    HAS_STEP,
+    HOST_CPU,
+    MAIN_THREAD_BUSY,
+    MAIN_THREAD_CPU,
+    PHASE_S,
+    STEP_MEAN_S,
+    STEPS_PER_S,
+)
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
 from gputop.advisor.window import MIN_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, JobRank
@@ -59,6 +73,7 @@ class RankStats:
     steps_per_s: float | None
     data_wait: float | None
     main_busy: float | None
+    cpu_wait_s: float = 0.0
 
     @property
     def others_wait(self) -> float | None:
@@ -84,16 +99,39 @@ def rank_stats(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig
         recent = recent_window(window, config) if window is not None else None
         if recent is None:
             continue
+        steps_per_s = recent.median(STEPS_PER_S)
+        cpu_wait = cpu_wait_s(recent, 1 / steps_per_s) if steps_per_s else 0.0
         found.append(
             RankStats(
-                rank,
-                recent,
-                recent.median(STEPS_PER_S),
-                recent.median(DATA_WAIT_SHARE),
-                recent.median(MAIN_THREAD_BUSY),
+                rank, recent, steps_per_s, recent.median(DATA_WAIT_SHARE), recent.median(MAIN_THREAD_BUSY), cpu_wait
             )
         )
     return found
+
+
+def cpu_wait_s(window: JobWindow, step_s: float) -> float:
+    """Seconds per step the rank's main thread waited in a run queue for a CPU: its busy share (on a CPU or
+    runnable) less its share on a CPU, over the window; 0 where the kernel does not tell them apart."""
+    busy = window.median(MAIN_THREAD_BUSY)
+    cpu = window.median(MAIN_THREAD_CPU)
+    if busy is None or cpu is None:
+        return 0.0
+    return max(0.0, busy - cpu / 100) * step_s
+
+
+def scheduler_chose(ranks: Sequence[JobRank], window: JobWindow) -> bool:
+    """Whether which rank waits for a CPU is the scheduler's choice: the ranks share one host, and all its cores
+    are taken (``window`` is one rank's, the host's the same in all). Where cores are free, a rank that waits for
+    one is held to busy cores by its affinity, or by whatever it shares them with."""
+    if len({r.host for r in ranks}) != 1:
+        return False
+    busy = window.median(HOST_CPU)
+    return busy is not None and busy >= th.HOST_CPU_SATURATED_PERCENT
+
+
+def _queued(slowest: float, others: Sequence[float]) -> float:
+    """How much longer than the others' median the slowest rank waited for a CPU per step."""
+    return max(0.0, slowest - statistics.median(others))
 
 
 OWN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if p not in ("data", "collective"))
@@ -117,6 +155,7 @@ class RankSteps:
     window: JobWindow
     step_s: float
     phases: dict[Phase, float]
+    cpu_wait_s: float = 0.0
 
     @property
     def own_s(self) -> float:
@@ -152,7 +191,7 @@ def rank_steps(job: Job, windows: Mapping[int, JobWindow], config: AdvisorConfig
         phases = {p: v for p in PHASES if (v := steps.median(PHASE_S(p))) is not None}
         if not step_s or "collective" not in phases:
             return None
-        found.append(RankSteps(rank, steps, step_s, phases))
+        found.append(RankSteps(rank, steps, step_s, phases, cpu_wait_s(steps, step_s)))
     if len(found) < 2 or not any(r.phases["collective"] > 0 for r in found):
         return None
     return found
@@ -189,6 +228,9 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     excess = slowest.own_s - own
     step_s = statistics.median(r.step_s for r in ranks)
     waiting = statistics.median(r.wait_share for r in others)
+    queued = _queued(slowest.cpu_wait_s, [r.cpu_wait_s for r in others])
+    if scheduler_chose([r.rank for r in ranks], slowest.window):
+        excess -= queued  # the host's CPUs, shared by every rank, not the rank's own work
     if own <= 0 or excess < own * th.STRAGGLER_SLOWER or excess < th.STRAGGLER_OTHERS_WAIT * step_s:
         return None
     if waiting < th.STRAGGLER_OTHERS_WAIT or waiting - slowest.wait_share < th.STRAGGLER_OTHERS_WAIT:
@@ -199,6 +241,7 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     mine = slowest.phases.get(phase, 0.0)
     name = _named(slowest.rank, slowest.window)
     differences = _differences(slowest.window, [r.window for r in others])
+    differences += _cpu_wait(slowest.rank, slowest.cpu_wait_s, [r.cpu_wait_s for r in others], queued, excess)
     return _straggler(
         job,
         slowest.rank,
@@ -238,6 +281,9 @@ def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
     waiting = statistics.median(s.others_wait or 0.0 for s in others)
     excess = (slowest.own_s or 0.0) - own
     step_s = 1 / slowest.steps_per_s if slowest.steps_per_s else 0.0
+    queued = _queued(slowest.cpu_wait_s, [s.cpu_wait_s for s in others])
+    if scheduler_chose([s.rank for s in stats], slowest.window):
+        excess -= queued  # the host's CPUs, shared by every rank, not the rank's own work
     if not own or excess < own * th.STRAGGLER_SLOWER or waiting < th.STRAGGLER_OTHERS_WAIT:
         return None
     if excess < th.STRAGGLER_OTHERS_WAIT * step_s:
@@ -245,6 +291,7 @@ def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
     slower = (slowest.own_s or 0.0) / own - 1
     name = _named(slowest.rank, slowest.window)
     differences = _differences(slowest.window, [s.window for s in others])
+    differences += _cpu_wait(slowest.rank, slowest.cpu_wait_s, [s.cpu_wait_s for s in others], queued, excess)
     return _straggler(
         job,
         slowest.rank,
@@ -294,6 +341,17 @@ def _straggler(
         rank.pid,
         job.pids,
     )
+
+
+def _cpu_wait(rank: JobRank, mine: float, theirs: Sequence[float], queued: float, excess: float) -> list[str]:
+    """The straggler's wait for a CPU, in words, where it makes up a quarter of its extra time or more."""
+    if queued < excess / 4 or queued <= 0:
+        return []
+    on = f" (on {rank.host})" if rank.host else ""
+    return [
+        f"it waits for a CPU {mine * 1000:.0f} ms of each step{on}, the others {statistics.median(theirs) * 1000:.0f} "
+        "ms: its host's cores are all taken"
+    ]
 
 
 def _differences(mine: JobWindow, theirs: Sequence[JobWindow]) -> list[str]:
