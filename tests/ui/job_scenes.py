@@ -18,6 +18,7 @@ from gputop.model import (
     PROBE_OK,
     ROLE_TORCHRUN_AGENT,
     SOURCE_BOTH,
+    SOURCE_PROBE,
     WARNING,
     Advice,
     GpuProcess,
@@ -211,6 +212,39 @@ def _rank_step(rank: int, t: float) -> StepAnatomy:
         flops_per_step=STEP_FLOPS,
         flops_source="counted",
     )
+
+
+STEP_ADVICE: tuple[Advice, ...] = (
+    replace(
+        ADVICE[0],
+        detail="rank 2 (PID 9103, GPU 2) spends 180 ms of each step in forward, the others' median 61 ms; its own "
+        "work takes 317 ms a step against the others' 198 ms, and the others wait for it in collectives 38% of each "
+        "step (it waits 0%)",
+        action="Look at its forward pass on rank 2 (PID 9103, GPU 2): whatever makes it 119 ms longer there, on the "
+        "CPU, in I/O, asleep or on its GPU: its main thread is on the CPU 93% of the time, the others' 46%. The "
+        "whole job runs at its pace: every step ends with the other ranks waiting for it in the gradients' "
+        "all-reduce.",
+        source=SOURCE_PROBE,
+        evidence={
+            "rank": 2,
+            "pid": STRAGGLER_PID,
+            "gpus": (2,),
+            "measured_by": "step",
+            "phase": "forward",
+            "phase_s": 0.18,
+            "others_phase_s": 0.061,
+            "own_step_s": 0.3174,
+            "others_own_step_s": 0.1975,
+            "others_wait_share": 0.376,
+            "own_wait_share": 0.002,
+            "step_s": 0.3226,
+            "ranks": 4,
+        },
+    ),
+    *ADVICE[1:],
+)
+"""``ADVICE`` as the advisor words it where every rank reports its step: the straggler measured by the step,
+naming the phase its extra time is in."""
 
 
 def stepped_torchrun_job(t: float = scenes.T0) -> Snapshot:

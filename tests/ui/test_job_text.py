@@ -10,7 +10,7 @@ import pytest
 from gputop.formatting import NA
 from gputop.jobs import Job, JobRank, find_jobs
 from gputop.model import PROBE_AWAITED, PROBE_NONE, Advice, MainThread, ProbeReport
-from gputop.ui.targets.job import job_findings, job_target, straggler_pid
+from gputop.ui.targets.job import StragglerMark, job_findings, job_target, straggler_mark
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import (
     COLUMNS,
@@ -70,7 +70,7 @@ def test_a_rank_on_no_gpu_shows_a_dash_in_the_gpu_columns() -> None:
 
 
 def test_the_straggler_is_marked_in_its_rank_cell_and_its_note() -> None:
-    rows = rank_rows(JOB, SNAP, STRAGGLER_PID)
+    rows = rank_rows(JOB, SNAP, StragglerMark(STRAGGLER_PID))
     assert [cell_text(r, "rank") for r in rows] == ["0", "1", "2 ◀", "3"]
     assert [cell_text(r, "note") for r in rows] == ["", "", "straggler", ""]
     p = Palette()
@@ -78,13 +78,13 @@ def test_the_straggler_is_marked_in_its_rank_cell_and_its_note() -> None:
 
 
 def test_a_wide_table_has_every_column_and_no_host_on_one_machine() -> None:
-    rows = rank_rows(JOB, SNAP, STRAGGLER_PID)
+    rows = rank_rows(JOB, SNAP, StragglerMark(STRAGGLER_PID))
     measured = [c.key for c in COLUMNS if c.key != "host" and not c.key.startswith("phase_")]  # no step timed
     assert keys(job_columns(JOB, rows, 159)) == measured
 
 
 def test_at_80_columns_the_least_important_columns_go_first() -> None:
-    rows = rank_rows(JOB, SNAP, STRAGGLER_PID)
+    rows = rank_rows(JOB, SNAP, StragglerMark(STRAGGLER_PID))
     columns = job_columns(JOB, rows, 79)
     assert table_width(columns) <= 79
     assert keys(columns) == ["rank", "pid", "gpu", "steps", "data_wait", "sync_wait", "busy", "sm", "gpu_mem"]
@@ -105,7 +105,7 @@ def test_a_single_process_has_no_sync_wait_column() -> None:
 
 
 def test_the_title_names_the_job_its_user_its_ranks_and_the_straggler() -> None:
-    title = job_title(JOB, rank_rows(JOB, SNAP, STRAGGLER_PID))
+    title = job_title(JOB, rank_rows(JOB, SNAP, StragglerMark(STRAGGLER_PID)))
     assert title == f" Job {JOB.id} of alice · torchrun · 4 ranks · straggler: rank 2 (PID {STRAGGLER_PID}) "
 
 
@@ -113,8 +113,8 @@ def test_the_findings_of_a_job_are_its_own_and_those_about_its_ranks() -> None:
     other = replace(ADVICE[1], id="elsewhere", pid=1, pids=(), job=None)
     about_rank = replace(ADVICE[1], id="data-starved", job=None, pids=(), pid=RANK_PIDS[3])
     assert job_findings((*ADVICE, other, about_rank), JOB) == (*ADVICE, about_rank)
-    assert straggler_pid(ADVICE, JOB) == STRAGGLER_PID
-    assert straggler_pid(ADVICE[1:], JOB) is None
+    assert straggler_mark(ADVICE, JOB) == StragglerMark(STRAGGLER_PID)  # measured by the CPU: no phase named
+    assert straggler_mark(ADVICE[1:], JOB) is None
 
 
 def test_j_takes_the_selected_processs_job_then_the_focuss_then_the_first_of_several_ranks() -> None:

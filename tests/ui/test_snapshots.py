@@ -118,5 +118,5 @@ def test_the_steps_of_a_cpu_job_without_mfu_or_energy(snap_compare, make_app: Ma
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_job_view_with_each_ranks_phases(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
     snapshots = scenes.history(job_scenes.stepped_torchrun_job)
-    app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.ADVICE))
+    app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.STEP_ADVICE))
     assert snap_compare(app, terminal_size=size, press=["j"], run_before=two_frames)

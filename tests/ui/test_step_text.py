@@ -13,6 +13,7 @@ from rich.text import Text
 from gputop.jobs import find_jobs
 from gputop.model import StepAnatomy, SyncSite, TrainingView
 from gputop.table import render_text
+from gputop.ui.targets.job import StragglerMark, straggler_mark
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import cell_text, job_columns, job_title, rank_cells, rank_rows, table_width
 from gputop.ui.text.step import phase_bar, phase_cells, step_words
@@ -204,7 +205,7 @@ def test_a_phase_no_rank_reports_gets_no_column() -> None:
 
 
 def test_the_stragglers_longer_phase_is_marked_and_named_in_the_title() -> None:
-    rows = rank_rows(JOB, SNAP, job_scenes.STRAGGLER_PID)
+    rows = rank_rows(JOB, SNAP, straggler_mark(job_scenes.STEP_ADVICE, JOB))
     straggler = rows[job_scenes.STRAGGLER]
 
     assert straggler.longer_phase == "forward"
@@ -216,7 +217,7 @@ def test_the_stragglers_longer_phase_is_marked_and_named_in_the_title() -> None:
 
 
 def test_at_80_columns_the_phases_that_repeat_the_waits_fold_first_and_the_stragglers_phase_stays() -> None:
-    rows = rank_rows(JOB, SNAP, job_scenes.STRAGGLER_PID)
+    rows = rank_rows(JOB, SNAP, straggler_mark(job_scenes.STEP_ADVICE, JOB))
     columns = job_columns(JOB, rows, 79)
 
     assert table_width(columns) <= 79
@@ -230,10 +231,23 @@ def test_at_80_columns_the_phases_that_repeat_the_waits_fold_first_and_the_strag
     ]
 
 
+def test_the_marked_phase_is_the_one_the_finding_names_never_one_the_view_works_out() -> None:
+    # The finding measured by the CPU names no phase: none is marked, though the ranks report theirs.
+    rows = rank_rows(JOB, SNAP, straggler_mark(job_scenes.ADVICE, JOB))
+    assert [r.longer_phase for r in rows] == [None] * 4 and rows[job_scenes.STRAGGLER].straggler
+    # The finding's phase, where the ranks report it, even if another phase of the rank is longer too.
+    rows = rank_rows(JOB, SNAP, StragglerMark(job_scenes.STRAGGLER_PID, "backward"))
+    assert rows[job_scenes.STRAGGLER].longer_phase == "backward"
+    assert cell_text(rows[job_scenes.STRAGGLER], "phase_backward").startswith("▲")
+    # A recording's or a remote host's finding naming what is no phase marks nothing.
+    hostile = replace(job_scenes.STEP_ADVICE[0], evidence={"phase": "\x1b[2Jforward"})
+    assert straggler_mark((hostile,), JOB) == StragglerMark(job_scenes.STRAGGLER_PID)
+
+
 def test_a_narrow_table_keeps_the_stragglers_phase_whichever_it_is() -> None:
     rows = [
         replace(r, longer_phase="collective") if r.straggler else r
-        for r in rank_rows(JOB, SNAP, job_scenes.STRAGGLER_PID)
+        for r in rank_rows(JOB, SNAP, straggler_mark(job_scenes.STEP_ADVICE, JOB))
     ]
 
     assert "phase_collective" in [c.key for c in job_columns(JOB, rows, 79)]

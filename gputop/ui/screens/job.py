@@ -17,7 +17,7 @@ from gputop.model import Advice, Snapshot
 from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import Column
 from gputop.ui.screens.training import TrainingScreen
-from gputop.ui.targets.job import job_findings, straggler_pid
+from gputop.ui.targets.job import job_findings, straggler_mark
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.job import CELL_PADDING, job_columns, job_title, probe_hint, rank_cells, rank_rows
 from gputop.ui.widgets.advice_panel import AdvicePanel, AdviceShown
@@ -127,7 +127,7 @@ class JobScreen(InGputopApp, Screen[None]):
         self._seen = True
         findings = job_findings(self.gputop.advice, job)
         self._show_findings(findings)
-        rows = rank_rows(job, snap, straggler_pid(findings, job))
+        rows = rank_rows(job, snap, straggler_mark(findings, job))
         columns = job_columns(job, rows, max(0, table.size.width or self.size.width) - SCROLLBAR_CELLS)
         set_border_title(table, job_title(job, rows))
         palette = self._palette()

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gputop.jobs import Job
-from gputop.model import Advice
+from gputop.model import PHASES, Advice, Phase
 
 STRAGGLER = "straggler"
 """The id of the job rule that names the rank holding the others back (gputop/advisor/rules/jobs.py)."""
@@ -35,6 +36,20 @@ def job_findings(advice: Sequence[Advice], job: Job) -> tuple[Advice, ...]:
     return tuple(a for a in advice if a.job == job.id or pids.intersection(a.concerns))
 
 
-def straggler_pid(advice: Sequence[Advice], job: Job) -> int | None:
-    """The rank an active straggler finding names in this job, if there is one."""
-    return next((a.pid for a in advice if a.id == STRAGGLER and a.pid in job.pids), None)
+@dataclass(frozen=True, slots=True)
+class StragglerMark:
+    """The rank an active straggler finding names, and the phase it names (``evidence["phase"]``, where the step
+    measured it): the job view marks that phase, so that the table and the finding never disagree."""
+
+    pid: int
+    phase: Phase | None = None
+
+
+def straggler_mark(advice: Sequence[Advice], job: Job) -> StragglerMark | None:
+    """The straggler an active finding names in this job, if there is one. Its phase is checked against the
+    phases gputop knows: a recording's or a remote host's finding may name anything."""
+    for a in advice:
+        if a.id == STRAGGLER and a.pid in job.pids:
+            named = a.evidence.get("phase")
+            return StragglerMark(a.pid, next((p for p in PHASES if p == named), None))
+    return None

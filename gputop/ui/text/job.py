@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from statistics import fmean, median
+from statistics import fmean
 
 from rich.style import Style
 from rich.text import Text
@@ -19,6 +19,7 @@ from gputop.jobs import JOB_TORCHRUN, Job, JobRank
 from gputop.model import PHASES, PROBE_AWAITED, PROBE_NONE, Phase, Snapshot
 from gputop.sanitize import printable
 from gputop.ui.process_rows import Column
+from gputop.ui.targets.job import StragglerMark
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.process_cells import NOT_ON_GPU
 from gputop.ui.text.step import PHASE_NAMES, fmt_ms, step_of
@@ -88,7 +89,7 @@ class RankRow:
     phases_s: tuple[tuple[Phase, float], ...] = ()
     """The mean seconds of each phase of its steps (probe), as ``StepAnatomy.phases_s``."""
     longer_phase: Phase | None = None
-    """The straggler's phase that is longest against the other ranks' median."""
+    """The phase the straggler finding names: its longest against the other ranks' median."""
 
     def phase_s(self, phase: Phase) -> float | None:
         return next((seconds for name, seconds in self.phases_s if name == phase), None)
@@ -141,21 +142,14 @@ def rank_row(rank: JobRank, snap: Snapshot, straggler: bool = False) -> RankRow:
     )
 
 
-def rank_rows(job: Job, snap: Snapshot, straggler_pid: int | None = None) -> list[RankRow]:
-    """The job's ranks in its order (by rank), ``straggler_pid``'s marked with its longer phase."""
-    rows = [rank_row(r, snap, r.pid == straggler_pid) for r in job.ranks]
-    return [replace(r, longer_phase=longer_phase(r, rows)) if r.straggler else r for r in rows]
-
-
-def longer_phase(row: RankRow, rows: Sequence[RankRow]) -> Phase | None:
-    """The phase in which ``row`` spends the most time more than the median of the other ranks; None where no
-    phase of it is longer, or the others have timed none."""
-    excess: list[tuple[float, Phase]] = []
-    for phase, seconds in row.phases_s:
-        others = [s for r in rows if r is not row and (s := r.phase_s(phase)) is not None]
-        if others and seconds > median(others):
-            excess.append((seconds - median(others), phase))
-    return max(excess)[1] if excess else None
+def rank_rows(job: Job, snap: Snapshot, straggler: StragglerMark | None = None) -> list[RankRow]:
+    """The job's ranks in its order (by rank), the ``straggler``'s marked with the phase its finding names (none
+    where the finding was measured without the step, or the rank reports no such phase)."""
+    rows = [rank_row(r, snap, straggler is not None and r.pid == straggler.pid) for r in job.ranks]
+    phase = None if straggler is None else straggler.phase
+    if phase is None:
+        return rows
+    return [replace(r, longer_phase=phase) if r.straggler and r.phase_s(phase) is not None else r for r in rows]
 
 
 def table_width(columns: Sequence[Column]) -> int:
