@@ -77,6 +77,33 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+LONGEST_FIRST = (
+    "tests/scenarios/",
+    "tests/training/test_distributed.py",
+    "tests/training/test_probe.py",
+    "tests/estimate/test_accuracy.py",
+    "tests/training/test_step_anatomy.py",
+    "tests/demo/test_demo.py",
+    "tests/security/test_exporter.py",
+    "tests/training/test_run_end.py",
+    "tests/estimate/test_cli.py",
+    "tests/estimate/test_progress.py",
+    "tests/security/test_estimate_import.py",
+    "tests/training/test_run.py",
+)
+"""The test files that take longest, in that order (``--durations``): scripts/test hands whole files to its
+pytest-xdist workers in the order they were collected, so these go first and the workers end together rather than
+one running the longest file alone at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((n for n, prefix in enumerate(LONGEST_FIRST) if path.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Under ``-m fast`` alone, a test file that never names the mark holds no pure test: it is not imported, which
     saves the imports and assertion rewriting of every test that would be deselected."""

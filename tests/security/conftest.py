@@ -20,7 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-OTHER_USER = "gputop-other"
+OTHER_USER = "gputop-other" + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else "")
+"""The second user's name: one per test process, so that a worker that ends its session and deletes its user
+leaves another worker's alone."""
 
 
 @dataclass(frozen=True)
