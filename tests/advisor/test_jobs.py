@@ -22,8 +22,8 @@ FIRST = 7000
 
 def job_of(*ranks: dict, cores: int = 8, host_name: str | None = None, steps: dict | None = None):
     """A torchrun job with one rank per dict (``wait``, ``busy``, ``cpu``, ``steps``, ``workers``,
-    ``worker_status``, ``batch``, ``host``, ``host_cpu``), and each rank's window; ``steps`` gives ranks their probe's step anatomy,
-    by rank."""
+    ``worker_status``, ``batch``, ``host``, ``host_cpu``), and each rank's window; ``steps`` gives ranks their
+    probe's step anatomy, by rank."""
     members = []
     windows = {}
     for n, figures in enumerate(ranks):
