@@ -40,6 +40,11 @@ WORKER_DISK_SHARE = 0.5
 """Workers in disk sleep half the time are waiting on the storage itself, which more workers cannot speed up."""
 LOAD_CPU_SHARE = 0.5
 """With ``num_workers=0``: loading that keeps the main thread on the CPU half the time or more is CPU-bound."""
+WORKERS_NOISE = 0.25
+"""A worker count computed anew that is within this share (or one worker) of the one already suggested to the same
+process replaces it not: the count moves with the window's median wait share, n / (1 − w), and a wait that
+wanders by ±3 points around 86 % moves it by ±20 % (9, 10 or 11 workers from one tick to the next). A user is told
+one value, and a new one only when the evidence moved beyond that (gputop)."""
 IO_WORKERS_PER_CORE = 8
 """Sleeping workers may outnumber the cores, but each still costs the main process a queue and a batch to
 unpickle: at most this many per usable core (gputop; benchmarks/advice_quality.py)."""

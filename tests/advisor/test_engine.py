@@ -16,7 +16,7 @@ from gputop.advisor.engine import _RuleState
 from gputop.advisor.rules import Finding, Rule
 from gputop.advisor.window import MAX_HISTORY_SAMPLES, JobWindow
 from gputop.limits import MIN_INTERVAL_S
-from gputop.model import INFO, WARNING, Snapshot, TrainingView
+from gputop.model import INFO, WARNING, Advice, Snapshot, TrainingView
 from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -310,3 +310,36 @@ def test_evaluations_in_order_again_after_time_went_back_are_shared_as_a_fresh_s
     for n, (t, share, _) in enumerate(shares):
         if t > 25.0:  # the evaluation at 15 s has left the window: they are in order again
             assert share == pytest.approx(_share_summed_anew(seen[: n + 1], 5.0), abs=1e-12)
+
+
+def starved_for(waits: Callable[[float], float], seconds: float) -> list[tuple[Advice, ...]]:
+    """The findings after each snapshot of a job with one worker whose loop waits ``waits(t)`` of each step."""
+    advisor = Advisor(PID, AdvisorConfig(window_s=5))
+    found = []
+    for n in range(int(seconds / 0.5)):
+        t = n * 0.5
+        training = view(loader(wait=waits(t), workers=1), workers(1))
+        found.append(advisor.update(snapshot(1_700_000_000 + t, training, (gpu(busy=30),), (row(),))))
+    return found
+
+
+def suggested_workers(found: Iterable[tuple[Advice, ...]]) -> list[int]:
+    return [a.suggest["num_workers"] for advice in found for a in advice if a.id == "data-starved"]
+
+
+def test_the_suggested_workers_stay_one_value_while_the_wait_moves_within_the_noise():
+    # The loop's wait wanders between 85 % and 89 %: 1 × T / C × 1.25 would say 9, 10 or 11 from one tick to the
+    # next. The first value stands: each is within a quarter of it.
+    found = starved_for(lambda t: 0.87 + 0.02 * math.sin(t), 60)
+
+    assert set(suggested_workers(found)) == {suggested_workers(found)[0]}
+    assert len(suggested_workers(found)) > 80
+    last = next(a for a in found[-1] if a.id == "data-starved")
+    assert last.evidence["needed_workers"] == last.suggest["num_workers"]
+
+
+def test_a_new_value_replaces_the_suggestion_once_the_wait_changes_beyond_the_noise():
+    # 86 % asks for 9 workers; at 95 % the loop would need 25: far beyond a quarter of 9.
+    found = starved_for(lambda t: 0.86 if t < 30 else 0.95, 60)
+
+    assert suggested_workers(found)[0] == 9 and suggested_workers(found)[-1] == 25

@@ -65,6 +65,14 @@ def remembered(w: JobWindow, rule: str, inputs: tuple[object, ...], build: Calla
     return found
 
 
+def last_found(w: JobWindow, rule: str) -> Finding | None:
+    """The finding ``rule`` last made for this process (``remembered``), whether or not it holds now; None where the
+    window has no history (a window made for one question) or the rule found nothing yet."""
+    lineage = w.lineage
+    last = None if lineage is None else lineage.findings.get(rule)
+    return last[1] if last is not None and isinstance(last[1], Finding) else None
+
+
 def pct(share: float | None) -> str:
     """A 0-1 share as a whole percentage, for the words of a finding."""
     return "N/A" if share is None else f"{share * 100:.0f}%"

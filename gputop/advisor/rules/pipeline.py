@@ -12,6 +12,7 @@ from gputop.advisor.rules.base import (
     count,
     cuda_devices,
     gpu_words,
+    last_found,
     loader_line,
     pct,
     recent_window,
@@ -123,8 +124,27 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     activity = worker_activity(recent)
     held = contention(recent) if activity is None or worker_bottleneck(activity) == CPU else None
     memory = latest.host.memory_available_bytes
-    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
+    told = _told(last_found(recent, "data-starved"), workers)
+    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest), told)
     return remembered(recent, "data-starved", inputs, _starved)
+
+
+def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
+    """The worker count ``data-starved`` last suggested to this process and the count it was computed from, while
+    the process still runs fewer workers than that."""
+    if last is None:
+        return None
+    suggested, needed = last.suggest.get("num_workers"), last.evidence.get("needed_workers")
+    if not isinstance(suggested, int) or not isinstance(needed, int) or suggested <= workers:
+        return None
+    return suggested, needed
+
+
+def _within_noise(plan: WorkerPlan, told: tuple[int, int] | None) -> bool:
+    """Whether ``plan``'s count is within the noise of the one already suggested (``WORKERS_NOISE``)."""
+    if told is None or plan.suggested is None:
+        return False
+    return abs(plan.suggested - told[0]) <= max(1, th.WORKERS_NOISE * told[0])
 
 
 def _starved(
@@ -137,13 +157,20 @@ def _starved(
     available: int,
     held: Contention | None,
     line: str,
+    told: tuple[int, int] | None = None,
 ) -> Finding:
     """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
-    ``line``: where the job built its DataLoader (`` at train.py:41``), or empty."""
+    ``line``: where the job built its DataLoader (`` at train.py:41``), or empty; ``told``: the count suggested
+    before and the one it was computed from, which stand while a new one is within the noise."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
     needed = workers_needed(workers, wait, in_main_process=False)
     uss = activity.uss_bytes_per_worker if activity is not None else None
     plan = plan_workers(workers, needed, bottleneck, cores, uss, available)
+    now = None
+    if told is not None and _within_noise(plan, told):
+        now = plan.needed
+        plan = WorkerPlan(plan.bottleneck, told[1], told[0], plan.limit if told[0] != told[1] else None)
+        needed = told[1]
     cpu = activity.cpu_cores if activity is not None else None
     doing = {
         CPU: f"busy on the CPU ({'?' if cpu is None else f'{cpu:.1f}'} of {cores} usable cores)",
@@ -178,11 +205,17 @@ def _starved(
             others_cpu_cores=round(held.others_cores, 2),
             others_pids=tuple(p.pid for p in held.processes),
         )
+    action = _more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line)
+    if now is not None and now != plan.needed:
+        action += (
+            f" This window's wait gives {now}: within a quarter of {plan.needed}, the measurement's noise, so "
+            f"{plan.suggested} stands."
+        )
     return Finding(
         severity=wait_severity(wait),
         title=f"Input-bound: the loop waits for data {pct(wait)} of each step",
         detail=detail + gpu_words(busy),
-        action=_more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line),
+        action=action,
         source=SOURCE_BOTH if activity is not None or busy is not None else SOURCE_PROBE,
         evidence=evidence,
         suggest=suggest,
