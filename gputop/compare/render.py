@@ -128,10 +128,15 @@ def since_last_run(previous: RunSummary, current: RunSummary) -> str:
     comparison = compare(previous, current)
     suggested = {name: value for name, value in previous.suggested.items() if name in SETTINGS}
     changed = [row for row in comparison.rows if row.group == "settings" and row.changed]
-    applied = [row for row in changed if row.name in suggested and row.b == suggested[row.name]]
-    said = [f"{row.name} {row.a} → {row.b} (suggested)" for row in applied]
-    said += [f"{row.name} {row.a} → {row.b}" for row in changed if row not in applied]
-    ignored = [(name, value) for name, value in suggested.items() if current.setting(name) != value]
+    said = []
+    for row in sorted(changed, key=lambda row: row.name not in suggested):
+        told = suggested.get(row.name)
+        mark = "" if told is None else " (suggested)" if row.b == told else f" ({told} suggested)"
+        said.append(f"{row.name} {row.a} → {row.b}{mark}")
+    moved = {row.name for row in changed}
+    ignored = [
+        (name, value) for name, value in suggested.items() if name not in moved and current.setting(name) != value
+    ]
     if ignored:
         told = ", ".join(f"{name}={value}" for name, value in ignored)
         ran = ", ".join(str(current.setting(name)) for name, _ in ignored)

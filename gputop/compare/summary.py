@@ -19,7 +19,7 @@ from typing import Literal
 from gputop.advisor.report import OpenRecording, RecordingFacts, report_recording
 from gputop.advisor.window import AdvisorConfig
 from gputop.breakdown import device_memory
-from gputop.model import ROLE_TRAINING, Advice, LoaderConfig, Severity, Snapshot, TrainingView
+from gputop.model import ROLE_TRAINING, Advice, LoaderConfig, Severity, Snapshot, TrainingView, job_views
 
 SETTINGS = ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers")
 """The DataLoader's settings a comparison shows, as the probe reports the loader the job iterates."""
@@ -61,12 +61,12 @@ class RunSummary:
     """The snapshots the medians are over."""
     steady: bool = True
     """False where the run was shorter than the advisor's window: the medians then include its start."""
-    settings: tuple[tuple[str, Setting], ...] = ()
+    settings: tuple[tuple[str, Setting], ...] = tuple((name, None) for name in SETTINGS)
     steps_per_s: float | None = None
     samples_per_s: float | None = None
     data_wait_share: float | None = None
     phases_s: tuple[tuple[str, float], ...] = ()
-    memory: tuple[tuple[str, int | None], ...] = ()
+    memory: tuple[tuple[str, int | None], ...] = tuple((part, None) for part in MEMORY_PARTS)
     mfu: float | None = None
     energy_per_sample_j: float | None = None
     findings: tuple[FindingSeen, ...] = ()
@@ -177,12 +177,17 @@ class RunTally:
         self._focus_command: str | None = None
 
     def add(self, snap: Snapshot) -> None:
+        """One snapshot's training processes: those of its focused job, where it has one (a run's, a recording of
+        a run), else every one."""
         if self.first is None:
             self.first = snap.time
-        if self._focus_command is None and snap.focus_pid is not None:
+        views = snap.training
+        if snap.focus_pid is not None:
             focus = snap.host_process(snap.focus_pid)
-            self._focus_command = None if focus is None else focus.command
-        for view in snap.training:
+            if self._focus_command is None and focus is not None:
+                self._focus_command = focus.command
+            views = job_views(views, snap.focus_pid) or views
+        for view in views:
             if view.role != ROLE_TRAINING or not view.trains:
                 continue
             process = self._processes.setdefault(view.pid, _Process())
