@@ -169,12 +169,13 @@ def load_run(path: str, config: AdvisorConfig) -> RunSummary:
         except RecordingError as exc:
             raise BadRun(str(exc)) from None
         if damage:
-            raise BadRun(f"{shown}: {damage}: a comparison needs the whole run")
+            raise BadRun(f"{damage}: a comparison needs the whole run")
     else:
         try:
             summary = summary_from_report(parse(text), path)
         except ValueError as exc:
-            raise BadRun(f"{shown}: not a gputop recording or --report-json document: {exc}") from None
+            why = str(exc).removesuffix(": not a snapshot")
+            raise BadRun(f"{shown}: not a gputop recording or --report-json document: {why}") from None
     if summary is None:
         raise BadRun(f"{shown}: no training process in it (no probe report, DataLoader workers or launcher rank)")
     return summary

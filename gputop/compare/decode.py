@@ -224,8 +224,10 @@ def summary_from_report(value: object, source: str) -> RunSummary | None:
         effective = _settings(_object(loader.get("effective") or {}, "effective"), "effective")
         requested = _settings(_object(loader.get("requested") or {}, "requested"), "requested")
         settings = tuple((name, e if e is not None else r) for (name, e), (_, r) in zip(effective, requested))
-        steps = steps if steps is not None else _number(loader.get("steps_per_s"), "steps_per_s", MAX_RATE)
-        samples = samples if samples is not None else _number(loader.get("samples_per_s"), "samples_per_s", MAX_RATE)
+        loader_steps = _number(loader.get("steps_per_s"), "steps_per_s", MAX_RATE)
+        loader_samples = _number(loader.get("samples_per_s"), "samples_per_s", MAX_RATE)
+        steps = loader_steps if steps is None else steps
+        samples = loader_samples if samples is None else samples
         wait = _number(loader.get("data_wait_share"), "data_wait_share", 1.0)
     return RunSummary(
         source=source,
