@@ -8,6 +8,7 @@ import gc
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ def _no_process_in_a_pure_test(event: str, args: tuple[object, ...]) -> None:
         started = args[0] if args else ""
         raise RuntimeError(f"a test marked {FAST} started a process ({event}: {started!r}): pure tests start none")
 
+
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="gputop-test-state-")
+"""Where every ``gputop run`` the suite starts keeps its run's summary: never the user's own state directory."""
 
 sys.addaudithook(_no_process_in_a_pure_test)  # for the whole run (a hook cannot be removed); only pure tests fail it
 

@@ -1,6 +1,8 @@
-"""``gputop report``: the advisor's findings on a live job watched for N seconds, or over a recording.
+"""``gputop report``: the advisor's findings on a live job watched for N seconds, or over a recording; or two
+runs of a job compared.
 
-The findings as text and as JSON documents are ``gputop.advisor.report``'s.
+The findings as text and as JSON documents are ``gputop.advisor.report``'s; a run's summary, the comparison and
+its text are ``gputop.compare``'s. The files are opened here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gputop.cli.console import error
 if TYPE_CHECKING:
     from gputop.advisor import Advisor, AdvisorConfig
     from gputop.advisor.process_use import ProcessUse
+    from gputop.compare.summary import RunSummary
 
 
 def add_parser(commands: Any) -> None:
@@ -25,14 +28,28 @@ def add_parser(commands: Any) -> None:
         "report",
         help="the advisor's findings on a training job: watched live for N seconds, or over a recording",
         usage="gputop report --pid PID [--seconds N] [--json] [--window S]\n"
-        "       gputop report FILE [--pid PID] [--json] [--window S]",
+        "       gputop report FILE [--pid PID] [--json] [--window S]\n"
+        "       gputop report A B [--json] [--window S] [--different-jobs]",
         description="Watch PID and the training processes below it for N seconds, then print what the advisor "
         "found: the change each problem needs, with the value and the measurements behind it. The input pipeline's "
         "timing comes from gputop's probe (a job started with gputop run, or one that calls gputop.probe.install()). "
         "Given a recording FILE (gputop record, gputop run --record), run the advisor over all of it instead and "
-        "say when each finding held (docs/recording.md).",
+        "say when each finding held (docs/recording.md). Given two runs A and B (recordings, or documents of gputop "
+        "run --report-json), say what changed from A to B: the DataLoader's settings, steps/s, samples/s, the data "
+        "wait, the step's phases, memory, MFU, energy per sample, and each finding gone, new or still there.",
     )
-    report.add_argument("report_file", nargs="?", metavar="FILE", help="a recording to report on")
+    report.add_argument("report_file", nargs="?", metavar="FILE", help="a recording to report on (A: the run before)")
+    report.add_argument(
+        "report_other",
+        nargs="?",
+        metavar="B",
+        help="a second run to compare with the first: a recording or a --report-json document",
+    )
+    report.add_argument(
+        "--different-jobs",
+        action="store_true",
+        help="compare two runs whose commands run different jobs (refused by default)",
+    )
     report.add_argument(
         "--pid", type=checks.pid, metavar="PID", dest="report_pid", help="the job to watch (in a recording: to judge)"
     )
@@ -48,6 +65,14 @@ def add_parser(commands: Any) -> None:
 
 def watch_seconds(args: argparse.Namespace) -> float | None:
     """How long ``gputop report`` watches a live job, or None for a recording; UsageError for a bad mix."""
+    if args.report_other is not None:
+        if args.seconds is not None:
+            raise UsageError("--seconds is for watching a live job: two runs are compared whole")
+        if args.report_pid is not None:
+            raise UsageError("--pid picks a process to judge in one recording: two runs compare their training process")
+        return None
+    if args.different_jobs:
+        raise UsageError("--different-jobs is for comparing two runs: gputop report A B")
     if args.report_file is not None:
         if args.seconds is not None:
             raise UsageError("--seconds is for watching a live job: a recording is reported whole")
@@ -72,7 +97,88 @@ def check(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> int:
     watch_s = watch_seconds(args)
+    if args.report_other is not None:
+        return report_two(args)
     return report_file(args) if watch_s is None else report_live(args, watch_s)
+
+
+class BadRun(Exception):
+    """A file that holds no run to compare: the message is one line, fit to show."""
+
+
+def report_two(args: argparse.Namespace) -> int:
+    """``gputop report A B``: what changed from run A to run B."""
+    import json
+
+    from gputop.compare.changes import compare, job_of, same_job
+    from gputop.compare.render import comparison_document, render_comparison
+
+    config = checks.advisor_config(args.report_window)
+    try:
+        a, b = (load_run(path, config) for path in (args.report_file, args.report_other))
+    except BadRun as exc:
+        return error(str(exc), 2)
+    if not args.different_jobs and not same_job(a, b):
+        return error(
+            f"A and B ran different jobs: {job_of(a.command or '')} and {job_of(b.command or '')} "
+            "(--different-jobs compares them anyway)",
+            2,
+        )
+    comparison = compare(a, b)
+    if args.report_as_json:
+        sys.stdout.write(json.dumps(comparison_document(comparison), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_comparison(comparison))
+    sys.stdout.flush()
+    return 0
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def load_run(path: str, config: AdvisorConfig) -> RunSummary:
+    """The summary of the run in ``path``: a recording (its steady part, with the advisor over all of it) or a
+    ``--report-json`` document; ``BadRun`` for a file that is missing, unreadable, damaged, not gputop's, or
+    holds no training process."""
+    import os
+    import stat
+
+    from gputop.codec.bounds import MAX_SNAPSHOT_BYTES, parse
+    from gputop.compare.decode import summary_from_report
+    from gputop.compare.summary import summarise_recording
+    from gputop.sanitize import printable
+    from gputop.store import RecordingError, open_recording
+
+    shown = printable(path)
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise BadRun(f"{shown}: not a file")
+            text = f.read(MAX_SNAPSHOT_BYTES + 1)
+    except FileNotFoundError:
+        raise BadRun(f"{shown}: no such file") from None
+    except IsADirectoryError:
+        raise BadRun(f"{shown}: not a file") from None
+    except OSError as exc:
+        raise BadRun(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if text.startswith(SQLITE_MAGIC):
+        try:
+            with open_recording(path) as recording:
+                summary = summarise_recording(recording, config)
+                damage = recording.damage
+        except RecordingError as exc:
+            raise BadRun(str(exc)) from None
+        if damage:
+            raise BadRun(f"{damage}: a comparison needs the whole run")
+    else:
+        try:
+            summary = summary_from_report(parse(text), path)
+        except ValueError as exc:
+            why = str(exc).removesuffix(": not a snapshot")
+            raise BadRun(f"{shown}: not a gputop recording or --report-json document: {why}") from None
+    if summary is None:
+        raise BadRun(f"{shown}: no training process in it (no probe report, DataLoader workers or launcher rank)")
+    return summary
 
 
 def report_file(args: argparse.Namespace) -> int:

@@ -42,6 +42,13 @@ def add_parser(commands: Any) -> None:
         help="dashboard: close it when CMD ends and print the findings, as headless does (by default the dashboard "
         "says the job ended and keeps its last view and findings, marked final, until q)",
     )
+    run.add_argument(
+        "--no-history",
+        action="store_false",
+        dest="history",
+        help="neither say what changed since the last run of this command nor keep this run's summary for the next "
+        "(kept in $XDG_STATE_HOME/gputop/runs, else ~/.local/state/gputop/runs: docs/training.md)",
+    )
     checks.add_interval(
         run,
         "run_interval",
@@ -66,5 +73,6 @@ def main(args: argparse.Namespace) -> int:
         record=args.record,
         detach=args.detach,
         dashboard=DashboardOptions(exit_with_job=args.exit_with_job),
+        history=args.history,
     )
     return run_job(options, Console(say, tell, error))

@@ -9,10 +9,14 @@ import os
 import sys
 from typing import Any
 
+from gputop.advisor import AdvisorConfig
 from gputop.advisor.report import advice_document, render_advice
+from gputop.compare.render import since_last_run
 from gputop.document import training_to_dict
 from gputop.files import replace_file
+from gputop.model import Advice
 from gputop.probe import channel
+from gputop.run import history
 from gputop.run.console import Console
 from gputop.run.job import Job
 from gputop.run.options import RunOptions
@@ -36,6 +40,8 @@ def finish(job: Job, watcher: Watcher, prepared: Prepared, options: RunOptions, 
         console.say(f"PID {job.pid} {end.summary()}")
     if unseen:
         console.tell(f"gputop: advisor findings for PID {job.pid}:\n{render_advice(raised)}")
+    if options.history:
+        remember(watcher, [advice for advice, _ in raised], options, console)
     reports = prepared.reports
     if options.report_json:
         final = watcher.final_views(prepared.run_id) if not reports.problem else watcher.views
@@ -53,6 +59,33 @@ def finish(job: Job, watcher: Watcher, prepared: Prepared, options: RunOptions, 
         with contextlib.suppress(OSError):  # kept while it holds the job's log
             os.rmdir(reports.made_for_run)
     return code
+
+
+def remember(watcher: Watcher, findings: list[Advice], options: RunOptions, console: Console) -> None:
+    """Say what changed since the last run of this command, if there was one, and keep this run's summary in its
+    place. Never fails the run: a kept summary that cannot be trusted is said and replaced; one that cannot be
+    written is said."""
+    command, cwd = " ".join(options.command), os.getcwd()
+    window_s = (options.advisor or AdvisorConfig()).window_s
+    try:
+        summary = watcher.tally.summary("this run", "run", window_s, findings, command=command)
+    except Exception as exc:  # a fault in the summary costs the line, never the run's exit status
+        console.say(f"no summary of this run: {exc!r}")
+        return
+    if summary is None:
+        return  # no training process: nothing to compare with, next time either
+    path = history.state_dir() / history.key_of(command, cwd)
+    try:
+        previous = history.recall(path, command, cwd)
+    except history.Unreadable as exc:
+        console.say(f"the last run's summary was left out: {exc}")
+        previous = None
+    if previous is not None:
+        console.say(since_last_run(previous, summary))
+    try:
+        history.keep(path, summary, command, cwd)
+    except OSError as exc:
+        console.say(f"cannot keep this run's summary for the next: {exc.strerror or exc}")
 
 
 def _write_report(path: str, document: dict[str, Any], console: Console) -> None:

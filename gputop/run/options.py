@@ -39,3 +39,6 @@ class RunOptions:
     detach: bool = False
     """Leave the command running if gputop is killed."""
     dashboard: DashboardOptions = field(default_factory=DashboardOptions)
+    history: bool = False
+    """Say at the end what changed since the last run of the same command, and keep this run's summary for the
+    next (``gputop.run.history``)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from gputop.advisor import Advisor
 from gputop.advisor.report import sample_every_s
 from gputop.collect.sampler import Sampler, SnapshotMaker, every
+from gputop.compare.summary import RunTally
 from gputop.formatting import counted
 from gputop.model import PROCESS_EXITED, Snapshot, TrainingView, job_views
 from gputop.run.console import Console
@@ -110,6 +111,8 @@ class Watcher:
         self._console = console
         self._advisor_failed = False
         self._maker: SnapshotMaker | None = None
+        self.tally = RunTally()
+        """The run's numbers, for the summary it keeps for the next run of the same command."""
 
     def watch(self, status_every_s: float) -> None:
         """Wait for the job's end, printing a status line every ``status_every_s``."""
@@ -136,6 +139,7 @@ class Watcher:
         if self._record is not None:
             self._record(snap)
         self._advise(snap)
+        self.tally.add(snap)
         if running(snap, self.pid):
             self._last_running = snap
             if any(view.trains for view in job_views(snap.training, self.pid)):

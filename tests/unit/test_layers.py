@@ -293,3 +293,11 @@ def test_the_only_circles_are_the_type_only_imports_listed() -> None:
         assert importer in reached(everything, imported), f"{importer} -> {imported} closes no circle any more"
     without = {m: {t for t in targets if (m, t) not in TYPE_ONLY_CIRCLES} for m, targets in everything.items()}
     assert circles(without) == []
+
+
+@pytest.mark.parametrize("path", modules_of("gputop.compare"), ids=rel)
+def test_the_comparison_of_two_runs_reads_summaries_not_files(path: Path) -> None:
+    """Two runs are compared from what their callers hand in: a recording opened by the command line, the snapshots
+    of a run; nothing of the store, the collectors, the dashboard, a run or the command line."""
+    outside = ("gputop.store", "gputop.collect", "gputop.ui", "gputop.run", "gputop.cli")
+    assert not imported_of(path, outside), f"{rel(path)} imports {imported_of(path, outside)}"
