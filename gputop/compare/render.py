@@ -15,7 +15,7 @@ SCHEMA = 1
 GROUPS = {
     "settings": "DataLoader",
     "throughput": "Throughput",
-    "step": "Step (s per step)",
+    "step": "Step (time per step)",
     "memory": "Memory",
     "cost": "Cost",
 }
