@@ -56,18 +56,30 @@ class WorkerPlan:
     limit: str | None = None
 
 
+JOB_CORES = "the job's own processes"
+"""The cap of a job whose own processes already use its cores (``JOB_CPU_SPENT``)."""
+
+
 def plan_workers(
-    current: int, needed: int, bottleneck: str, cores: int, uss_per_worker: float | None, available_bytes: int
+    current: int,
+    needed: int,
+    bottleneck: str,
+    cores: int,
+    uss_per_worker: float | None,
+    available_bytes: int,
+    job_cores: float | None = None,
 ) -> WorkerPlan:
     """Cap the needed workers by what the machine offers.
 
     CPU-bound workers get the cores of their rank less one for the main process; workers waiting on I/O may
-    outnumber the cores up to ``IO_WORKERS_PER_CORE`` each, and new workers may take at most
-    ``WORKER_MEMORY_SHARE`` of the available host memory. Workers waiting on the storage itself are not helped by
-    more of their kind.
+    outnumber the cores up to ``IO_WORKERS_PER_CORE`` each, unless the job's own processes already use its cores
+    (``job_cores``, in cores); new workers may take at most ``WORKER_MEMORY_SHARE`` of the available host memory.
+    Workers waiting on the storage itself are not helped by more of their kind.
     """
     if bottleneck == STORAGE:
         return WorkerPlan(bottleneck, needed, None, "the storage")
+    if bottleneck == IO and job_cores is not None and job_cores >= th.JOB_CPU_SPENT * cores:
+        return WorkerPlan(bottleneck, needed, None, JOB_CORES)
     caps: list[tuple[int, str]] = []
     if bottleneck == CPU:
         caps.append((max(1, cores - 1), f"{cores} usable cores, one kept for the main process"))

@@ -40,6 +40,12 @@ WORKER_DISK_SHARE = 0.5
 """Workers in disk sleep half the time are waiting on the storage itself, which more workers cannot speed up."""
 LOAD_CPU_SHARE = 0.5
 """With ``num_workers=0``: loading that keeps the main thread on the CPU half the time or more is CPU-bound."""
+JOB_CPU_SPENT = 0.9
+"""A job whose own processes (the training process and its workers) use this share of its usable cores gets no
+more workers suggested, even workers that wait on I/O: each batch also costs the CPU (the worker's collation and
+pickling, the main process's unpickling), and more workers only take turns on the same cores. The last of the
+wait is then the CPU's, and counting it again raised the count at every run (6 → 9 → 14 workers on 2 cores, the
+sweep flat from 8 on) (gputop)."""
 WORKERS_NOISE = 0.25
 """A worker count computed anew that is within this share (or one worker) of the one already suggested to the same
 process replaces it not: the count moves with the window's median wait share, n / (1 − w), and a wait that

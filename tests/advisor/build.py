@@ -245,8 +245,10 @@ def sample(
     rss: int | None = None,
     age_s: float = 3600.0,
     local_ranks: int = 1,
+    process_cpu: float | None = None,
 ) -> JobSample:
-    """A sample of ``training``; given GPUs, the process is on them with 20 GiB unless ``rows`` says otherwise."""
+    """A sample of ``training``; given GPUs, the process is on them with 20 GiB unless ``rows`` says otherwise;
+    ``process_cpu``: the training process's own CPU, in % of a core."""
     return JobSample(
         time=t,
         view=training,
@@ -258,6 +260,7 @@ def sample(
         age_s=age_s,
         local_ranks=local_ranks,
         loader=current_loader(training),
+        process=None if process_cpu is None else HostProcess(training.pid, 1, cpu_percent=process_cpu),
     )
 
 

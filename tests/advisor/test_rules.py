@@ -50,9 +50,10 @@ CONFIG = AdvisorConfig(window_s=10.0)
 # -- data-starved -------------------------------------------------------------------------------------------------
 
 
-def starved(wait=0.5, nw=2, status="sleeping", cpu=2.0, cores=8, busy=40.0):
+def starved(wait=0.5, nw=2, status="sleeping", cpu=2.0, cores=8, busy=40.0, main_cpu=None):
     training = view(loader(wait=wait, workers=nw), workers(nw, cpu=cpu, status=status), usable=cores)
-    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy),), machine=host(cores=cores)))
+    machine = host(cores=cores)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=busy),), machine=machine, process_cpu=main_cpu))
 
 
 def test_data_starved_on_io_suggests_more_workers_than_cores():
@@ -63,6 +64,21 @@ def test_data_starved_on_io_suggests_more_workers_than_cores():
     assert finding.suggest == {"num_workers": 5}
     assert finding.evidence["bottleneck"] == "io"
     assert finding.source == SOURCE_BOTH
+
+
+def test_data_starved_on_io_asks_for_no_more_workers_once_the_job_itself_fills_its_cores():
+    # Ten workers asleep in I/O (each 15 % of a core unpickling and collating) beside a main process on 0.5 of a
+    # core: the job uses 2.0 of its 2 usable cores. More workers would take turns on them; the last 30 % of wait
+    # is the CPU's, not the worker count's.
+    finding = data_starved(starved(wait=0.3, nw=10, cpu=15.0, cores=2, main_cpu=50.0), CONFIG)
+
+    assert finding.suggest == {}
+    assert finding.evidence["needed_workers"] == 18
+    assert "More workers cannot help: the job's own processes already use 2.0 of its 2 usable cores" in (finding.action)
+    # The same workers beside a main process that leaves a core free get their count.
+    assert data_starved(starved(wait=0.3, nw=10, cpu=5.0, cores=2, main_cpu=20.0), CONFIG).suggest == {
+        "num_workers": 16  # capped at 8 per usable core
+    }
 
 
 def test_data_starved_names_the_line_that_builds_the_dataloader():

@@ -4,7 +4,7 @@ workers started at every epoch."""
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.contention import Contention, contention
+from gputop.advisor.contention import JOB_CPU, Contention, contention
 from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
 from gputop.advisor.readers import DATA_WAIT_SHARE, GPU_BUSY, PASS_START_WAIT_SHARE, STEPS_PER_S, Reader
 from gputop.advisor.rules.base import (
@@ -22,6 +22,7 @@ from gputop.advisor.rules.base import (
 from gputop.advisor.suggest import (
     CPU,
     IO,
+    JOB_CORES,
     STORAGE,
     WorkerPlan,
     cores_per_rank,
@@ -40,7 +41,12 @@ PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 
 
 
 def _more_workers_action(
-    plan: WorkerPlan, workers: int, cores: int, held: Contention | None = None, line: str = ""
+    plan: WorkerPlan,
+    workers: int,
+    cores: int,
+    held: Contention | None = None,
+    line: str = "",
+    job_cores: float | None = None,
 ) -> str:
     """What to do about a starved loop: the worker count (at ``line``, where the DataLoader was built), or what to
     do where more workers cannot help."""
@@ -57,6 +63,13 @@ def _more_workers_action(
                 "also helps."
             )
         return action
+    if plan.limit == JOB_CORES:
+        return (
+            f"More workers cannot help: the job's own processes already use {job_cores or 0:.1f} of its {cores} "
+            "usable cores (each batch costs the workers' collation and pickling and the main process's unpickling "
+            "too), and more workers would take turns on them: the rest of the wait is the CPU's. Cache the data, "
+            "decode it once, or give the job more cores."
+        )
     if plan.bottleneck == STORAGE:
         return (
             "More workers cannot help: they wait on the storage. Use faster or local storage, cache the dataset "
@@ -125,8 +138,10 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     held = contention(recent) if activity is None or worker_bottleneck(activity) == CPU else None
     memory = latest.host.memory_available_bytes
     told = _told(last_found(recent, "data-starved"), workers)
-    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest), told)
-    return remembered(recent, "data-starved", inputs, _starved)
+    job = recent.median(JOB_CPU)
+    job_cores = None if job is None else round(job / 100, 1)
+    inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
+    return remembered(recent, "data-starved", (*inputs, told, job_cores), _starved)
 
 
 def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
@@ -158,6 +173,7 @@ def _starved(
     held: Contention | None,
     line: str,
     told: tuple[int, int] | None = None,
+    job_cores: float | None = None,
 ) -> Finding:
     """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
     ``line``: where the job built its DataLoader (`` at train.py:41``), or empty; ``told``: the count suggested
@@ -165,7 +181,7 @@ def _starved(
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
     needed = workers_needed(workers, wait, in_main_process=False)
     uss = activity.uss_bytes_per_worker if activity is not None else None
-    plan = plan_workers(workers, needed, bottleneck, cores, uss, available)
+    plan = plan_workers(workers, needed, bottleneck, cores, uss, available, job_cores)
     now = None
     if told is not None and _within_noise(plan, told):
         now = plan.needed
@@ -197,6 +213,7 @@ def _starved(
         "usable_cores_per_rank": cores,
         "gpu_busy_percent": busy,
         "needed_workers": needed,
+        "job_cpu_cores": job_cores,
     }
     if bottleneck == CPU and held is not None:
         evidence.update(
@@ -205,7 +222,7 @@ def _starved(
             others_cpu_cores=round(held.others_cores, 2),
             others_pids=tuple(p.pid for p in held.processes),
         )
-    action = _more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line)
+    action = _more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line, job_cores)
     if now is not None and now != plan.needed:
         action += (
             f" This window's wait gives {now}: within a quarter of {plan.needed}, the measurement's noise, so "
