@@ -571,6 +571,10 @@ class LoaderView:
     created_at: str | None = None
     """Where the job's code built this DataLoader: ``train.py:41`` (the file as the job names it, its line), so
     that advice can name the line to change."""
+    worker_batch_s: float | None = None
+    """Seconds one worker spends on one batch over the window (from when it has the batch's indices and is free, to
+    the batch back in the loop's process): what each worker delivers, whatever the loop waits. None without
+    workers, before a batch was timed, or from a probe that does not time them."""
 
     @property
     def overridden(self) -> tuple[str, ...]:

@@ -45,6 +45,21 @@ def workers_needed(producers: int, wait_share: float, in_main_process: bool) -> 
     return max(1, math.ceil(round(batch_time / compute_share * th.WORKER_MARGIN, 6)))
 
 
+def workers_keeping_up(batch_s: float, wait_share: float, steps_per_s: float) -> float:
+    """Workers that exactly keep up with the loop, from what one spends on a batch (measured in the worker):
+    the loop takes a batch every C = (1 − w) / steps_per_s seconds of its own work, so B / C workers deliver one
+    that often. Unlike ``workers_needed`` it does not assume that the workers are the wait: run at this count
+    (with headroom), it gives the same count again."""
+    compute_s = max(1.0 - wait_share, 0.01) / steps_per_s
+    return batch_s / compute_s
+
+
+def with_headroom(workers: float) -> int:
+    """``WORKER_MARGIN`` on a count, rounded up (0.8 / 0.2 is 4.000000000000001 in floating point, which must not
+    become a fifth worker)."""
+    return max(1, math.ceil(round(workers * th.WORKER_MARGIN, 6)))
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerPlan:
     """How many workers to run: ``needed`` from the measurements, ``suggested`` after the caps that apply, or

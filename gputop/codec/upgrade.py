@@ -31,7 +31,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "energy_j",
     ),
     HostProcess: ("container",),
-    LoaderView: ("created_at",),
+    LoaderView: ("created_at", "worker_batch_s"),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""

@@ -403,6 +403,7 @@ def _loader(item: dict[str, Any], age: float) -> LoaderView:
         pass_start_wait_share=_number(item, "pass_start_wait_share", 1.0),
         unavailable=frozen_reasons(reasons),
         created_at=created_at,
+        worker_batch_s=_number(item, "worker_batch_s"),
     )
 
 

@@ -8,6 +8,9 @@ start). The wrapped originals run outside any ``try`` of ours, so
 their exceptions (``StopIteration``, a worker's error) reach the training loop untouched; the probe's own work
 is guarded and only counted when it fails.
 
+The datasets' fetchers (``fetch``: the samples of a batch and their collation) are wrapped to time each batch
+inside the worker that makes it (``worker_clock``).
+
 ``DataLoader.__init__`` is wrapped to remember the line of the job's code that built the loader
 (``created_at``), and ``__next__`` also tells the step tracker (``steps.py``) that a batch was asked for and came:
 a step boundary. The per-batch path is two clock reads and a few attribute updates, with no allocation that
@@ -24,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import worker_clock
 from .loader import CREATED_ATTR
 from .probe import TRACK_ATTR, Probe
 from .sites import job_site
@@ -46,6 +50,13 @@ def patch(module: Any, probe: Probe) -> bool:
         cls = getattr(module, name, None)
         if cls is not None and "__next__" in vars(cls):
             cls.__next__ = _wrap_next(cls.__next__, probe)
+    fetch = sys.modules.get("torch.utils.data._utils.fetch")
+    worker_info = getattr(sys.modules.get("torch.utils.data._utils.worker"), "get_worker_info", None)
+    if fetch is not None and worker_info is not None:
+        for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+            cls = getattr(fetch, name, None)
+            if cls is not None and callable(getattr(cls, "fetch", None)):
+                cls.fetch = worker_clock.wrap_fetch(cls.fetch, worker_info)
     module.DataLoader._get_iterator = _wrap_get_iterator(module.DataLoader._get_iterator, probe)
     module.DataLoader.__init__ = _wrap_loader_init(module.DataLoader.__init__, probe)
     setattr(base, PATCHED_ATTR, True)
@@ -60,6 +71,13 @@ def _wrap_init(original: Callable[..., None], probe: Probe) -> Callable[..., Non
             probe.register(loader, self)
         except Exception as exc:
             probe.failed("register loader", exc)
+        try:  # the base class's __init__ runs before a multiprocessing iterator forks its workers
+            workers = getattr(self, "_num_workers", 0)
+            track = getattr(self, TRACK_ATTR, None)
+            if type(workers) is int and workers > 0 and track is not None:
+                track.workers_clocked(worker_clock.arm(workers))
+        except Exception as exc:
+            probe.failed("worker clock", exc)
 
     return __init__
 

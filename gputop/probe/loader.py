@@ -15,12 +15,15 @@ import weakref
 from collections import deque
 from typing import Any
 
+from . import worker_clock
+
 WINDOW_S = 10.0
 CREATED_ATTR = "_gputop_probe_created_at"
 """Set on a DataLoader by the probe's wrapper of its ``__init__``: ``train.py:41``, where the job built it."""
 
-Totals = tuple[float, int, float, float]
-"""``(time, batches, seconds waited, of which for the first batch of a pass)``: a sample of a loader's totals."""
+Totals = tuple[float, int, float, float, float, int]
+"""``(time, batches, seconds waited, of which for the first batch of a pass, seconds its workers spent on
+batches, batches they were timed for)``: a sample of a loader's totals."""
 
 
 class LoaderTrack:
@@ -29,6 +32,8 @@ class LoaderTrack:
     __slots__ = (
         "__weakref__",
         "batch_size",
+        "clock",
+        "clock_before",
         "count",
         "created_at",
         "effective",
@@ -63,16 +68,34 @@ class LoaderTrack:
         self.pass_started: float | None = None
         self.pass_start_s: float | None = None
         self.pass_start_wait_s = 0.0
-        # (time, batches, seconds waited, of which for first batches) samples, oldest first; the first one is the
-        # loader's start.
-        self.history: deque[Totals] = deque([(time.perf_counter() if now is None else now, 0, 0.0, 0.0)])
+        # The workers' shared array of seconds and batches (``worker_clock``), and what the arrays of earlier
+        # iterators (epochs without persistent workers) held.
+        self.clock: Any = None
+        self.clock_before = (0.0, 0)
+        # Samples of the totals, oldest first; the first one is the loader's start.
+        start = time.perf_counter() if now is None else now
+        self.history: deque[Totals] = deque([(start, 0, 0.0, 0.0, 0.0, 0)])
 
     def totals(self, now: float) -> Totals:
         """``(now, batches so far, seconds waited so far, of which for the first batch of a pass)``, the wait in
         progress included in the seconds waited."""
         waiting_since = self.waiting_since
         ongoing = now - waiting_since if waiting_since is not None else 0.0
-        return now, self.count, self.wait_s + max(0.0, ongoing), self.pass_start_wait_s
+        seconds, batches = self.workers_time()
+        return now, self.count, self.wait_s + max(0.0, ongoing), self.pass_start_wait_s, seconds, batches
+
+    def workers_time(self) -> tuple[float, int]:
+        """Seconds the loader's workers spent on batches so far, and the batches."""
+        seconds, batches = self.clock_before
+        if self.clock is not None:
+            now_s, now_n = worker_clock.totals(self.clock)
+            seconds, batches = seconds + now_s, batches + now_n
+        return seconds, batches
+
+    def workers_clocked(self, array: Any) -> None:
+        """A new iterator's workers time their batches in ``array``; the last iterator's count is kept."""
+        self.clock_before = self.workers_time()
+        self.clock = array
 
     def report(self, now: float) -> dict[str, Any]:
         """This loader's part of the report; ``now`` is on the batch clock (``time.perf_counter``)."""
@@ -121,10 +144,13 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
     ``data_wait_share`` is the share of the time the loop was blocked on ``next()``: 1.0 for a loop that waits for
     data all the time, 0.0 for one that never waits (or an idle loader, which makes no steps either).
     ``pass_start_wait_share`` is the part of it spent waiting for the first batch of a pass (an epoch), which with
-    ``persistent_workers=False`` includes starting the workers.
+    ``persistent_workers=False`` includes starting the workers. ``worker_batch_s`` is the seconds a worker spent on
+    each batch it made in the window (``worker_clock``); None where none was timed.
     """
     span = now[0] - then[0]
     batches = now[1] - then[1]
+    timed = now[5] - then[5]
+    worker_batch_s = max(0.0, now[4] - then[4]) / timed if timed > 0 else None
     if span <= 0:
         return {
             "window_s": 0.0,
@@ -132,6 +158,7 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
             "data_wait_share": None,
             "steps_per_s": None,
             "pass_start_wait_share": None,
+            "worker_batch_s": worker_batch_s,
         }
     return {
         "window_s": span,
@@ -139,6 +166,7 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
         "data_wait_share": min(1.0, max(0.0, (now[2] - then[2]) / span)),
         "steps_per_s": batches / span,
         "pass_start_wait_share": min(1.0, max(0.0, (now[3] - then[3]) / span)),
+        "worker_batch_s": worker_batch_s,
     }
 
 

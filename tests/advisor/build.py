@@ -59,6 +59,7 @@ def loader(
     passes: int = 1,
     pass_start_wait_share: float | None = None,
     created_at: str | None = None,
+    worker_batch_s: float | None = None,
 ) -> LoaderView:
     effective = LoaderConfig(batch_size=batch, num_workers=workers, pin_memory=pin, persistent_workers=persistent)
     requested = LoaderConfig(
@@ -81,6 +82,7 @@ def loader(
         pass_start_s=pass_start_s,
         pass_start_wait_share=pass_start_wait_share,
         created_at=created_at,
+        worker_batch_s=worker_batch_s,
     )
 
 

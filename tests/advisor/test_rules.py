@@ -81,6 +81,34 @@ def test_data_starved_on_io_asks_for_no_more_workers_once_the_job_itself_fills_i
     }
 
 
+def timed_starved(wait: float, steps: float, nw: int, batch_s: float, cores: int = 8):
+    """A loop starved by workers asleep in I/O, each of which the probe timed at ``batch_s`` a batch."""
+    training = view(loader(wait=wait, steps=steps, workers=nw, worker_batch_s=batch_s), workers(nw), usable=cores)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=40.0),), machine=host(cores=cores)))
+
+
+def test_data_starved_counts_workers_from_what_each_spends_on_a_batch():
+    # One worker makes a batch in 68 ms; the loop waits 74 % of each step at 13 steps/s, so its own work is
+    # 0.26 / 13 = 20 ms a step: 68 / 20 = 3.4 workers keep up, 5 with 25 % headroom (the step's share alone
+    # would say 1 / 0.26 × 1.25 = 5 too, but only because that one worker is all the wait).
+    finding = data_starved(timed_starved(wait=0.74, steps=13.0, nw=1, batch_s=0.068), CONFIG)
+
+    assert finding.suggest == {"num_workers": 5}
+    assert finding.evidence["workers_keeping_up"] == pytest.approx(3.4, abs=0.01)
+    assert "a worker's 68 ms a batch ÷ the loop's own work per step is 5 with 25% headroom" in finding.action
+
+
+def test_data_starved_asks_for_no_more_once_the_workers_deliver_more_than_the_loop_takes():
+    # Followed once: 5 workers of 68 ms a batch, the loop at 40 steps/s still waiting 18 % (its own work 20.5 ms):
+    # 3.3 workers would keep up, 5 do. The rest of the wait is not their number: the step's share alone would
+    # have asked for 5 / 0.82 × 1.25 = 8 (and at 8, for more).
+    finding = data_starved(timed_starved(wait=0.18, steps=40.0, nw=5, batch_s=0.068), CONFIG)
+
+    assert finding.suggest == {}
+    assert finding.evidence["needed_workers"] == 5
+    assert finding.action.startswith("More workers cannot help: each of the 5 workers makes a batch in 68 ms")
+
+
 def test_data_starved_names_the_line_that_builds_the_dataloader():
     training = view(loader(wait=0.5, workers=2, created_at="train.py:41"), workers(2), usable=8)
     finding = data_starved(window(lambda t: sample(t, training, gpus=(gpu(busy=40.0),))), CONFIG)

@@ -59,7 +59,7 @@ def private_dir(factory: pytest.TempPathFactory) -> Path:
 
 
 def test_data_wait_share_is_the_waited_part_of_the_window():
-    stats = window_stats((10.0, 100, 2.0, 0.5), (14.0, 140, 3.0, 1.0))
+    stats = window_stats((10.0, 100, 2.0, 0.5, 6.0, 90), (14.0, 140, 3.0, 1.0, 9.2, 130))
 
     assert stats == {
         "window_s": 4.0,
@@ -67,7 +67,35 @@ def test_data_wait_share_is_the_waited_part_of_the_window():
         "data_wait_share": 0.25,
         "steps_per_s": 10.0,
         "pass_start_wait_share": 0.125,
+        "worker_batch_s": pytest.approx(0.08),  # 3.2 s the workers spent on the window's 40 batches
     }
+
+
+def test_a_worker_times_each_batch_it_makes_and_the_loop_reads_the_sums(tmp_path):
+    # Real workers, each sample 10 ms asleep, 4 samples a batch: 40 ms and a little more per batch, whatever the
+    # loop does meanwhile (it takes each batch at once here, then sleeps 50 ms).
+    code = (
+        "import time, torch\n"
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Slow(Dataset):\n"
+        "    def __len__(self): return 64\n"
+        "    def __getitem__(self, i): time.sleep(0.01); return torch.zeros(2)\n"
+        "import gputop.probe as probe; probe.install()\n"
+        "loader = DataLoader(Slow(), batch_size=4, num_workers=2)\n"
+        "it = iter(loader)\n"
+        "for _ in range(12): next(it); time.sleep(0.05)\n"
+        "track = next(iter(probe._probe._tracks.values()))\n"
+        "print(*track.workers_time())\n"
+    )
+    reports = tmp_path / "probe"
+    reports.mkdir(mode=0o700)
+    env = {**os.environ, "GPUTOP_PROBE_DIR": str(reports)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    words = done.stdout.split()
+    seconds, batches = float(words[-2]), int(words[-1])
+    assert batches >= 12
+    assert 0.040 <= seconds / batches < 0.2
 
 
 def test_a_wait_in_progress_counts_as_waiting():
@@ -81,7 +109,7 @@ def test_a_wait_in_progress_counts_as_waiting():
 
 
 def test_an_idle_loader_neither_waits_nor_steps():
-    stats = window_stats((0.0, 7, 1.5, 0.0), (10.0, 7, 1.5, 0.0))
+    stats = window_stats((0.0, 7, 1.5, 0.0, 0.0, 0), (10.0, 7, 1.5, 0.0, 0.0, 0))
 
     assert (stats["data_wait_share"], stats["steps_per_s"]) == (0.0, 0.0)
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 from gputop.advisor import thresholds as th
 from gputop.advisor.contention import JOB_CPU, Contention, contention
 from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
-from gputop.advisor.readers import DATA_WAIT_SHARE, GPU_BUSY, PASS_START_WAIT_SHARE, STEPS_PER_S, Reader
+from gputop.advisor.readers import (
+    DATA_WAIT_SHARE,
+    GPU_BUSY,
+    PASS_START_WAIT_SHARE,
+    STEPS_PER_S,
+    WORKER_BATCH_S,
+    Reader,
+)
 from gputop.advisor.rules.base import (
     Finding,
     count,
@@ -27,13 +34,17 @@ from gputop.advisor.suggest import (
     WorkerPlan,
     cores_per_rank,
     plan_workers,
+    with_headroom,
     worker_bottleneck,
+    workers_keeping_up,
     workers_needed,
 )
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
 from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, PinMemoryStatus
 
+ENOUGH_WORKERS = "enough workers"
+"""The plan's limit where the workers already deliver more batches than the loop takes (``workers_keeping_up``)."""
 CHEAPER_SAMPLES = "lighter transforms, decode once and cache the decoded data, or move augmentation to the GPU"
 
 PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 0 for g in s.gpus), default=None))
@@ -47,15 +58,19 @@ def _more_workers_action(
     held: Contention | None = None,
     line: str = "",
     job_cores: float | None = None,
+    batch_s: float | None = None,
 ) -> str:
     """What to do about a starved loop: the worker count (at ``line``, where the DataLoader was built), or what to
     do where more workers cannot help."""
     if plan.suggested is not None:
         capped = f", capped at {plan.suggested} by {plan.limit}" if plan.limit else ""
+        how = (
+            f"{count(workers, 'worker')} × step time ÷ compute time"
+            if batch_s is None
+            else f"a worker's {batch_s * 1000:.0f} ms a batch ÷ the loop's own work per step"
+        )
         action = (
-            f"Set num_workers={plan.suggested}{line}"
-            f" ({workers} now): {count(workers, 'worker')} × step time ÷ compute time "
-            f"is {plan.needed} with 25% headroom{capped}."
+            f"Set num_workers={plan.suggested}{line} ({workers} now): {how} is {plan.needed} with 25% headroom{capped}."
         )
         if plan.bottleneck == IO:
             action += (
@@ -63,6 +78,15 @@ def _more_workers_action(
                 "also helps."
             )
         return action
+    if plan.limit == ENOUGH_WORKERS and batch_s is not None:
+        rate = workers / batch_s
+        return (
+            f"More workers cannot help: each of the {count(workers, 'worker')} makes a batch in "
+            f"{batch_s * 1000:.0f} ms, {rate:.0f} batches/s together, more than the loop takes; the wait is not "
+            "their number. Batches come back in the order they were asked for, so one slow batch holds the loop: "
+            "a higher prefetch_factor rides that out; where the host's cores are busy, the workers and the main "
+            "process wait for them too."
+        )
     if plan.limit == JOB_CORES:
         return (
             f"More workers cannot help: the job's own processes already use {job_cores or 0:.1f} of its {cores} "
@@ -140,8 +164,10 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     told = _told(last_found(recent, "data-starved"), workers)
     job = recent.median(JOB_CPU)
     job_cores = None if job is None else round(job / 100, 1)
+    batch = recent.median(WORKER_BATCH_S)
+    batch_s = None if batch is None else round(batch, 4)
     inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
-    return remembered(recent, "data-starved", (*inputs, told, job_cores), _starved)
+    return remembered(recent, "data-starved", (*inputs, told, job_cores, batch_s), _starved)
 
 
 def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
@@ -174,14 +200,18 @@ def _starved(
     line: str,
     told: tuple[int, int] | None = None,
     job_cores: float | None = None,
+    batch_s: float | None = None,
 ) -> Finding:
     """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
     ``line``: where the job built its DataLoader (`` at train.py:41``), or empty; ``told``: the count suggested
     before and the one it was computed from, which stand while a new one is within the noise."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
-    needed = workers_needed(workers, wait, in_main_process=False)
+    keeping_up = None if not batch_s else workers_keeping_up(batch_s, wait, steps)
+    needed = workers_needed(workers, wait, in_main_process=False) if keeping_up is None else with_headroom(keeping_up)
     uss = activity.uss_bytes_per_worker if activity is not None else None
     plan = plan_workers(workers, needed, bottleneck, cores, uss, available, job_cores)
+    if keeping_up is not None and keeping_up <= workers and bottleneck != STORAGE:
+        plan = WorkerPlan(bottleneck, needed, None, ENOUGH_WORKERS)
     now = None
     if told is not None and _within_noise(plan, told):
         now = plan.needed
@@ -214,6 +244,8 @@ def _starved(
         "gpu_busy_percent": busy,
         "needed_workers": needed,
         "job_cpu_cores": job_cores,
+        "worker_batch_s": batch_s,
+        "workers_keeping_up": None if keeping_up is None else round(keeping_up, 2),
     }
     if bottleneck == CPU and held is not None:
         evidence.update(
@@ -222,7 +254,8 @@ def _starved(
             others_cpu_cores=round(held.others_cores, 2),
             others_pids=tuple(p.pid for p in held.processes),
         )
-    action = _more_workers_action(plan, workers, cores, held if bottleneck == CPU else None, line, job_cores)
+    held_cpu = held if bottleneck == CPU else None
+    action = _more_workers_action(plan, workers, cores, held_cpu, line, job_cores, batch_s)
     if now is not None and now != plan.needed:
         action += (
             f" This window's wait gives {now}: within a quarter of {plan.needed}, the measurement's noise, so "
