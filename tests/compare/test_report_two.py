@@ -65,7 +65,7 @@ def test_two_recordings_of_one_job_show_the_setting_changed_and_each_number_as_a
         assert row[2] == "→" and row[4].startswith("×"), row
     (wait,) = [line for line in lines if line[:2] == ["data", "wait"]]
     assert wait[2].endswith("%") and wait[4].endswith("%") and wait[-1] == "points"
-    assert ["Step", "(s", "per", "step)"] in lines and ["Findings"] in lines
+    assert ["Step", "(time", "per", "step)"] in lines and ["Findings"] in lines
 
 
 def test_the_json_document_holds_both_runs_settings_and_numbers(runs):
