@@ -200,6 +200,21 @@ def test_ranks_times_workers_beyond_the_cores_of_a_busy_node_share_the_cores_out
     assert found.pids == tuple(FIRST + n for n in range(4))
 
 
+def test_a_rank_whose_workers_are_gone_from_its_latest_sample_still_counts_them():
+    # A rank that ends its loop first shuts its workers down, while the finding still holds: its latest sample has
+    # neither its loader nor its workers, the rest of its window has both.
+    ranks = [{"workers": 4, "worker_status": "running"}] * 4
+    job, windows = job_of(*ranks, cores=8)
+    late = windows[FIRST + 1]
+    last = late.samples[-1]
+    ended = dataclasses.replace(last, loader=None, view=dataclasses.replace(last.view, workers=()))
+    windows[FIRST + 1] = dataclasses.replace(late, samples=(*late.samples[:-1], ended))
+
+    found = node_cpu_oversubscribed(job, windows, CONFIG)
+
+    assert found.finding.title == "4 ranks and 16 DataLoader workers share 8 cores"
+
+
 def test_a_node_with_cores_to_spare_or_idle_workers_is_not_oversubscribed():
     busy = {"workers": 2, "worker_status": "running"}
     assert node_cpu_oversubscribed(*job_of(busy, busy, cores=8), CONFIG) is None  # 6 processes on 8 cores

@@ -114,9 +114,10 @@ def test_demo_headless_prints_the_advisors_finding_when_the_job_ends(tmp_path: P
     )
 
     assert result.returncode == 0, result.stderr
-    assert "2 DataLoader workers" in result.stdout  # the job's own output keeps the terminal
-    assert re.search(r"^epoch 1: loss \d+\.\d+", result.stdout, re.MULTILINE), result.stdout
-    assert "time limit reached (14 s)" in result.stdout
+    # The job's own output keeps the terminal, from its first line to its last (whether a whole epoch of 100
+    # batches fits in 14 s depends on the machine's load).
+    assert "2 DataLoader workers" in result.stdout
+    assert re.search(r"^time limit reached \(14 s\) after \d+ epochs?$", result.stdout, re.MULTILINE), result.stdout
     assert re.search(r"gputop: PID \d+ up \d+s \| batch 64 \| data wait \d+% .*\| 2 workers", result.stderr)
     findings = result.stderr.split("advisor findings for PID", 1)[1]
     assert "data-starved" in findings, result.stderr

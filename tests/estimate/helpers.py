@@ -11,7 +11,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def in_torch(what: str, *args: str, timeout: float = 120) -> Any:
+def in_torch(what: str, *args: str, timeout: float = 600) -> Any:
     """The JSON document ``python -m tests.estimate.in_torch WHAT ARGS...`` prints."""
     result = subprocess.run(
         [sys.executable, "-m", "tests.estimate.in_torch", what, *args],

@@ -90,7 +90,7 @@ def test_a_pipe_gets_no_progress():
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert "largest batch that fits: " in result.stdout

@@ -20,9 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-OTHER_USER = "gputop-other" + (f"-{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else "")
-"""The second user's name: one per test process, so that a worker that ends its session and deletes its user
-leaves another worker's alone."""
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:8]
+OTHER_USER = f"gputop-{_RUN}-{os.environ['PYTEST_XDIST_WORKER']}" if _RUN else "gputop-other"
+"""The second user's name: one per test process of a parallel run, and per run, so that a worker that ends its
+session and deletes its user leaves another worker's alone, and so does another run on the same machine."""
 
 
 @dataclass(frozen=True)

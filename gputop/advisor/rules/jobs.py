@@ -435,7 +435,9 @@ def node_cpu_oversubscribed(job: Job, windows: Mapping[int, JobWindow], config: 
             continue
         latest = ranks[0].window.latest
         cores = latest.host.usable_cpu_count or latest.host.cpu_count
-        workers = sum(s.window.latest.num_workers or 0 for s in ranks)
+        # Each rank's count as its loader last reported it in the window: a rank's latest sample may lack its
+        # loader (a report late on a busy node), which would count its workers as none.
+        workers = sum(max((x.num_workers or 0 for x in s.window.samples), default=0) for s in ranks)
         activity = [a for s in ranks if (a := worker_activity(s.window)) is not None]
         wanting = statistics.median(a.busy_share for a in activity) if activity else 0.0
         if not cores or workers + len(ranks) <= cores or wanting < th.WORKER_BUSY_SHARE:
