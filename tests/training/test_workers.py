@@ -21,10 +21,16 @@ def two_workers(view) -> bool:
     return len(view.workers) == 2 and all(w.host.cpu_percent is not None for w in view.workers)
 
 
+def two_named(pid: int):
+    """Two workers in the view, and two that have taken torch's name for a worker: a worker takes it once its loop
+    starts, which on a busy machine can be after gputop has found it (by its parent, or the fork server's)."""
+    return lambda view: two_workers(view) and len(real_workers(pid)) == 2
+
+
 def test_fork_workers_are_the_training_processes_children(start_job, monitor):
     job = start_job("train.py", *SLOW_LOOP, "--start-method", "fork")
 
-    view = view_when(monitor(job.pid), job.pid, two_workers)
+    view = view_when(monitor(job.pid), job.pid, two_named(job.pid))
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
     assert {w.host.ppid for w in view.workers} == {job.pid}
@@ -36,7 +42,7 @@ def test_spawn_workers_are_found_and_named_by_their_start_method(start_job, moni
 
     # A spawned worker is a fresh interpreter: it takes torch's name for a worker only once it has imported torch,
     # which on a busy machine is well after gputop has found it.
-    view = view_when(monitor(job.pid), job.pid, lambda v: two_workers(v) and len(real_workers(job.pid)) == 2)
+    view = view_when(monitor(job.pid), job.pid, two_named(job.pid))
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
     assert view.worker_start_method == "spawn"
@@ -45,7 +51,7 @@ def test_spawn_workers_are_found_and_named_by_their_start_method(start_job, moni
 def test_forkserver_workers_sit_under_the_fork_server_but_belong_to_the_job(start_job, monitor):
     job = start_job("train.py", *SLOW_LOOP, "--start-method", "forkserver")
 
-    view = view_when(monitor(job.pid), job.pid, two_workers)
+    view = view_when(monitor(job.pid), job.pid, two_named(job.pid))
 
     assert {w.pid for w in view.workers} == real_workers(job.pid)
     (fork_server,) = {w.host.ppid for w in view.workers}
