@@ -51,10 +51,11 @@ class Prometheus:
             return json.load(exc)
 
     def vector(self, expr: str) -> list[dict] | None:
-        """The series ``expr`` selects now; None while the server is not up yet."""
+        """The series ``expr`` selects now; None while the server is not up yet, or up but not ready (a 503 whose
+        body, "Service Unavailable", is no JSON: a loaded machine starts Prometheus slowly)."""
         try:
             return self.query(expr)["data"]["result"]
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     def stop(self) -> None:
