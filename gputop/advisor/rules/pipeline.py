@@ -59,6 +59,7 @@ def _more_workers_action(
     line: str = "",
     job_cores: float | None = None,
     batch_s: float | None = None,
+    keeping_up: float | None = None,
 ) -> str:
     """What to do about a starved loop: the worker count (at ``line``, where the DataLoader was built), or what to
     do where more workers cannot help."""
@@ -80,12 +81,17 @@ def _more_workers_action(
         return action
     if plan.limit == ENOUGH_WORKERS and batch_s is not None:
         rate = workers / batch_s
+        enough = (
+            "more than the loop takes"
+            if keeping_up is not None and keeping_up <= workers
+            else "within the measurement's noise (a quarter) of what the loop takes"
+        )
         return (
-            f"More workers cannot help: each of the {count(workers, 'worker')} makes a batch in "
-            f"{batch_s * 1000:.0f} ms, {rate:.0f} batches/s together, more than the loop takes; the wait is not "
-            "their number. Batches come back in the order they were asked for, so one slow batch holds the loop: "
-            "a higher prefetch_factor rides that out; where the host's cores are busy, the workers and the main "
-            "process wait for them too."
+            f"More workers would not help: each of the {count(workers, 'worker')} makes a batch in "
+            f"{batch_s * 1000:.0f} ms, {rate:.0f} batches/s together, {enough}; the wait is not their number. "
+            "Batches come back in the order they were asked for, so one slow batch holds the loop: a higher "
+            "prefetch_factor rides that out; where the host's cores are busy, the workers and the main process "
+            "wait for them too."
         )
     if plan.limit == JOB_CORES:
         return (
@@ -210,7 +216,9 @@ def _starved(
     needed = workers_needed(workers, wait, in_main_process=False) if keeping_up is None else with_headroom(keeping_up)
     uss = activity.uss_bytes_per_worker if activity is not None else None
     plan = plan_workers(workers, needed, bottleneck, cores, uss, available, job_cores)
-    if keeping_up is not None and keeping_up <= workers and bottleneck != STORAGE:
+    if keeping_up is not None and keeping_up <= workers * (1 + th.WORKERS_NOISE) and bottleneck != STORAGE:
+        # The workers keep up, or fall short by no more than the measurement's noise: a count suggested with its
+        # headroom, run, measures within that of the count it came from, and is not told another.
         plan = WorkerPlan(bottleneck, needed, None, ENOUGH_WORKERS)
     now = None
     if told is not None and _within_noise(plan, told):
@@ -255,7 +263,7 @@ def _starved(
             others_pids=tuple(p.pid for p in held.processes),
         )
     held_cpu = held if bottleneck == CPU else None
-    action = _more_workers_action(plan, workers, cores, held_cpu, line, job_cores, batch_s)
+    action = _more_workers_action(plan, workers, cores, held_cpu, line, job_cores, batch_s, keeping_up)
     if now is not None and now != plan.needed:
         action += (
             f" This window's wait gives {now}: within a quarter of {plan.needed}, the measurement's noise, so "
