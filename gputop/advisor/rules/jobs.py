@@ -129,9 +129,11 @@ def scheduler_chose(ranks: Sequence[JobRank], window: JobWindow) -> bool:
     return busy is not None and busy >= th.HOST_CPU_SATURATED_PERCENT
 
 
-def _queued(slowest: float, others: Sequence[float]) -> float:
-    """How much longer than the others' median the slowest rank waited for a CPU per step."""
-    return max(0.0, slowest - statistics.median(others))
+def _queued(slowest: Rank, others: Sequence[Rank]) -> tuple[float, bool]:
+    """How much longer than the others' median the slowest rank waited for a CPU per step, and whether that wait
+    is the scheduler's choice among ranks on one saturated host (``scheduler_chose``) rather than the rank's."""
+    queued = max(0.0, slowest.cpu_wait_s - statistics.median(r.cpu_wait_s for r in others))
+    return queued, scheduler_chose([slowest.rank, *(r.rank for r in others)], slowest.window)
 
 
 OWN_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if p not in ("data", "collective"))
@@ -166,6 +168,10 @@ class RankSteps:
     def wait_share(self) -> float:
         """The share of its step it waits for the other ranks in collectives."""
         return self.phases.get("collective", 0.0) / self.step_s
+
+
+Rank = RankStats | RankSteps
+"""A rank as either straggler check measures it: by its main thread's CPU, or by its step's phases."""
 
 
 def step_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
@@ -228,8 +234,8 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     excess = slowest.own_s - own
     step_s = statistics.median(r.step_s for r in ranks)
     waiting = statistics.median(r.wait_share for r in others)
-    queued = _queued(slowest.cpu_wait_s, [r.cpu_wait_s for r in others])
-    if scheduler_chose([r.rank for r in ranks], slowest.window):
+    queued, shared = _queued(slowest, others)
+    if shared:
         excess -= queued  # the host's CPUs, shared by every rank, not the rank's own work
     if own <= 0 or excess < own * th.STRAGGLER_SLOWER or excess < th.STRAGGLER_OTHERS_WAIT * step_s:
         return None
@@ -240,8 +246,7 @@ def _step_straggler(job: Job, ranks: Sequence[RankSteps]) -> JobFinding | None:
     theirs = medians[phase]
     mine = slowest.phases.get(phase, 0.0)
     name = _named(slowest.rank, slowest.window)
-    differences = _differences(slowest.window, [r.window for r in others])
-    differences += _cpu_wait(slowest.rank, slowest.cpu_wait_s, [r.cpu_wait_s for r in others], queued, excess)
+    differences = _what_differs(slowest, others, queued, excess)
     return _straggler(
         job,
         slowest.rank,
@@ -281,8 +286,8 @@ def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
     waiting = statistics.median(s.others_wait or 0.0 for s in others)
     excess = (slowest.own_s or 0.0) - own
     step_s = 1 / slowest.steps_per_s if slowest.steps_per_s else 0.0
-    queued = _queued(slowest.cpu_wait_s, [s.cpu_wait_s for s in others])
-    if scheduler_chose([s.rank for s in stats], slowest.window):
+    queued, shared = _queued(slowest, others)
+    if shared:
         excess -= queued  # the host's CPUs, shared by every rank, not the rank's own work
     if not own or excess < own * th.STRAGGLER_SLOWER or waiting < th.STRAGGLER_OTHERS_WAIT:
         return None
@@ -290,8 +295,7 @@ def _cpu_straggler(job: Job, windows: Mapping[int, JobWindow], config: AdvisorCo
         return None  # more compute, but too little of a step to be what the others wait for
     slower = (slowest.own_s or 0.0) / own - 1
     name = _named(slowest.rank, slowest.window)
-    differences = _differences(slowest.window, [s.window for s in others])
-    differences += _cpu_wait(slowest.rank, slowest.cpu_wait_s, [s.cpu_wait_s for s in others], queued, excess)
+    differences = _what_differs(slowest, others, queued, excess)
     return _straggler(
         job,
         slowest.rank,
@@ -343,14 +347,19 @@ def _straggler(
     )
 
 
-def _cpu_wait(rank: JobRank, mine: float, theirs: Sequence[float], queued: float, excess: float) -> list[str]:
-    """The straggler's wait for a CPU, in words, where it makes up a quarter of its extra time or more."""
+def _what_differs(slowest: Rank, others: Sequence[Rank], queued: float, excess: float) -> list[str]:
+    """What sets the straggler apart (``_differences``), and its wait for a CPU, in words, where that makes up a
+    quarter of its extra time or more."""
+    found = _differences(slowest.window, [r.window for r in others])
     if queued < excess / 4 or queued <= 0:
-        return []
+        return found
+    rank, mine = slowest.rank, slowest.cpu_wait_s
+    theirs = [r.cpu_wait_s for r in others]
     on = f" (on {rank.host})" if rank.host else ""
     return [
+        *found,
         f"it waits for a CPU {mine * 1000:.0f} ms of each step{on}, the others {statistics.median(theirs) * 1000:.0f} "
-        "ms: its host's cores are all taken"
+        "ms: its host's cores are all taken",
     ]
 
 
