@@ -121,6 +121,9 @@ SCENARIOS = {
             # Memory is judged after the warm-up steps: on a busy host those can take most of the training time.
             job(f"--workers 0 --rows 64 --width 256 --batch-size 32 --leak --step-sleep-s 0.1 --warmup-steps {WARMUP}"),
             raises=("memory-leak",),
+            # What it keeps makes some steps slower than the others, truly: the steps that fault in fresh pages, and
+            # those where Python's full collection walks every kept tensor (a walk that grows with the leak).
+            may=("step-variance",),
             check=leak_in_host_memory,
         ),
         Scenario(
