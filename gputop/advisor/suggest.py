@@ -134,22 +134,27 @@ def batch_memory(device: CudaMemory, gpu: Gpu, batch_size: int, step_start_bytes
     """The memory model of a step, or None when the probe's figures do not make one.
 
     The peak is the allocator's all-time peak: a step's own peak is no higher, so the per-sample cost it gives
-    errs large and the batch computed from it errs small.
+    errs large and the batch computed from it errs small. What the process cannot grow into is the CUDA context
+    and the other processes' memory: from NVML's figure for the process where NVML lists it, else everything
+    used on the GPU but what PyTorch reserved (NVML lists no process inside a container that does not share the
+    host's PIDs). Without either, the room is not known, and no batch is computed: one computed over the whole
+    GPU would not fit beside what others hold.
     """
     total, peak = gpu.memory_total_bytes, device.allocated_peak_bytes
     if not total or not peak or batch_size <= 0 or peak <= step_start_bytes:
         return None
-    context = 0
-    others = 0
-    if device.nvml_process_bytes is not None and device.reserved_bytes is not None:
-        context = max(0, device.nvml_process_bytes - device.reserved_bytes)
-        if gpu.memory_used_bytes is not None:
-            others = max(0, gpu.memory_used_bytes - device.nvml_process_bytes)
+    used, reserved = gpu.memory_used_bytes, device.reserved_bytes
+    if reserved is None or used is None:
+        return None
+    if device.nvml_process_bytes is not None:
+        held = max(0, device.nvml_process_bytes - reserved) + max(0, used - device.nvml_process_bytes)
+    else:
+        held = max(0, used - reserved)
     cache_factor = max(1.0, (device.reserved_peak_bytes or peak) / peak)
     return BatchMemory(
         step_start_bytes=step_start_bytes,
         per_sample_bytes=(peak - step_start_bytes) / batch_size,
-        budget_bytes=total - context - others,
+        budget_bytes=total - held,
         cache_factor=cache_factor,
     )
 
@@ -159,10 +164,21 @@ def round_batch(batch: int) -> int:
     return batch - batch % th.BATCH_MULTIPLE if batch >= 2 * th.BATCH_MULTIPLE else batch
 
 
-def larger_batch(memory: BatchMemory, total_bytes: int, current: int) -> int | None:
-    """The batch that fits with ``BATCH_MEMORY_MARGIN`` to spare, if it is worth the change."""
-    batch = round_batch(memory.batch_within(1.0 - th.BATCH_MEMORY_MARGIN, total_bytes))
-    return batch if batch >= current * th.BATCH_MIN_GROWTH else None
+def batch_fitting(memory: BatchMemory, total_bytes: int) -> int:
+    """The largest batch whose peak stays at ``MEMORY_TARGET`` of the GPU, rounded down (``round_batch``)."""
+    return round_batch(memory.batch_within(th.MEMORY_TARGET, total_bytes))
+
+
+def larger_batch(fits: int, current: int, told: int | None = None) -> int | None:
+    """The batch to suggest where ``fits`` fit (``batch_fitting``) and ``current`` run, if it is worth the change.
+
+    ``told``, the batch already suggested to the process, stands while it still fits and ``fits`` is less than
+    ``BATCH_NOISE`` above it; a smaller ``fits`` replaces it at once (a value that does not fit is never given).
+    At the batch suggested, the same measurement is silent unless it leaves room ``BATCH_NOISE`` beyond it.
+    """
+    if told is not None and current < told <= fits < told * (1 + th.BATCH_NOISE):
+        return told
+    return fits if fits >= current * (1 + th.BATCH_NOISE) else None
 
 
 def smaller_batch(memory: BatchMemory, total_bytes: int, current: int) -> tuple[int, int] | None:

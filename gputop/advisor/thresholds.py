@@ -84,18 +84,28 @@ BATCH_SM_ACTIVITY_BELOW = 50.0
 """The same, from SM activity where the GPU reports it (issue 5)."""
 BATCH_GPU_BUSY_WARNING = 40.0
 BATCH_MEMORY_MARGIN = 0.10
-"""A suggested batch fits with 10 % of the GPU's memory to spare (issue 5)."""
+"""A suggested batch fits with 10 % of the GPU's memory to spare (issue 5), below the share from which the GPU counts
+as nearly full (``MEMORY_FULL``): its peak aims at ``MEMORY_TARGET``. Spared below 100 %, the batch suggested peaked
+at 89.8 % of the GPU, where a few hundred MiB more (the allocator's cache, another process) made memory-near-full
+ask for a smaller batch at the very value batch-too-small had given (gputop)."""
 BATCH_MULTIPLE = 8
 """Suggested batches are multiples of 8, the shapes tensor cores run best (NVIDIA Deep Learning Performance
 Guide, "Tensor Core Requirements")."""
-BATCH_MIN_GROWTH = 1.25
-"""A computed batch less than 25 % larger than the current one is not worth the change (gputop)."""
+BATCH_NOISE = 0.25
+"""A batch computed anew that is less than a quarter larger than the one running, or than the one already suggested
+to the same process, is not suggested: the memory per sample is read off the allocator's all-time peak, which also
+holds what does not grow with the batch (workspaces, the loss, a first step's or an evaluation's peak), so it errs
+large by that over the batch, and a run at the suggested batch measures more room than the run before it. Less than
+a quarter more is that error, or other processes' memory moving, not room worth restarting a job for; a value that
+no longer fits replaces the one told at once, whatever the noise (gputop)."""
 GPU_ACTIVE_FROM_PERCENT = 1.0
 """A GPU busy at least this much runs the job's steps; an idle one is ``gpu-idle``'s business."""
 MEMORY_FULL = 0.90
 """Peak reserved (or NVML's used) memory over total from which the GPU is nearly full (issue 5)."""
 MEMORY_TARGET = 0.80
-"""A smaller batch suggested for a full GPU aims at this share, leaving room for the allocator's cache (gputop)."""
+"""A suggested batch's peak aims at this share of the GPU, larger (batch-too-small) or smaller (memory-near-full):
+``MEMORY_FULL`` less ``BATCH_MEMORY_MARGIN``. Both rules aim at one value, so a batch followed in either direction is
+one the other rule is silent at, with 10 points of the GPU for what the memory model does not see (gputop)."""
 FRAGMENTED_SHARE = 0.30
 """Reserved but unallocated memory, as a share of reserved, that counts as fragmentation (issue 5)."""
 CACHE_EMPTIED_SHARE = 0.05

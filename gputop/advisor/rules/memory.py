@@ -10,12 +10,21 @@ from gputop.advisor.rules.base import (
     device_gpu,
     device_increase,
     device_series,
+    last_found,
     loader_line,
     pct,
     recent_window,
+    remembered,
     unallocated_shares,
 )
-from gputop.advisor.suggest import batch_memory, larger_batch, memory_savings, smaller_batch
+from gputop.advisor.suggest import (
+    BatchMemory,
+    batch_fitting,
+    batch_memory,
+    larger_batch,
+    memory_savings,
+    smaller_batch,
+)
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.breakdown import PART_NAMES, DeviceMemory, device_memory
 from gputop.formatting import counted, fmt_bytes
@@ -60,6 +69,7 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         "batch_size": batch,
     }
     severity: Severity = WARNING if busy is not None and busy < th.BATCH_GPU_BUSY_WARNING else INFO
+    unknown_room = False
     for device in cuda_devices(latest):
         gpu = device_gpu(latest, device)
         start = _step_start_bytes(recent, device.device)
@@ -67,48 +77,87 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             continue
         model = batch_memory(device, gpu, batch, start)
         if model is None:
+            unknown_room = True
             continue
-        larger = larger_batch(model, gpu.memory_total_bytes, batch)
+        fits = batch_fitting(model, gpu.memory_total_bytes)
+        told = _told_batch(last_found(recent, "batch-too-small"), batch)
+        larger = larger_batch(fits, batch, told)
         if larger is None:
             return None
-        evidence |= {
-            "step_start_bytes": int(start),
-            "per_sample_bytes": int(model.per_sample_bytes),
-            "gpu_memory_total_bytes": gpu.memory_total_bytes,
-            "suggested_peak_bytes": int((start + larger * model.per_sample_bytes) * model.cache_factor),
-        }
-        return Finding(
-            severity=severity,
-            title=f"The GPU is under-filled: batch_size={larger} fits",
-            detail=detail,
-            action=(
-                f"Set batch_size={larger}{loader_line(latest)}"
-                f" ({batch} now): a step starts with {fmt_bytes(start)} allocated "
-                f"({_persistent_words(latest.view.probe, device.device)}) and each sample adds "
-                f"{fmt_bytes(model.per_sample_bytes)} of activations at its peak, so {larger} samples fit in the "
-                f"GPU's {fmt_bytes(gpu.memory_total_bytes)} with 10% to spare. Scale the learning rate with the "
-                "batch (linear scaling rule) and check convergence."
-            ),
-            source=SOURCE_BOTH,
-            evidence=evidence,
-            suggest={"batch_size": larger},
-        )
+        persists = _persistent_words(latest.view.probe, device.device)
+        inputs = (severity, detail, evidence, batch, larger, fits, model, gpu.memory_total_bytes, start, persists)
+        return remembered(recent, "batch-too-small", (*inputs, loader_line(latest)), _larger_batch)
     if not latest.view.probe.ok:
         how = "run the job under `gputop run` (or call gputop.probe.install()) and the probe measures it"
+    elif unknown_room:
+        how = "neither NVML nor the probe tells how much of the GPU's memory is this process's to grow into"
     elif not batch:
         how = "the probe sees no DataLoader in this job, so the batch size is not known"
     else:
         how = "the probe reports no CUDA memory for this process"
+    what = "the room the process has on the GPU" if unknown_room else "the memory per sample"
     return Finding(
         severity=severity,
         title="The GPU is under-filled: a larger batch fits",
         detail=detail,
         action=(
             f"Raise batch_size{f' (now {batch})' if batch else ''}: more samples per step give the GPU more to do "
-            f"per launch. A computed size needs the memory per sample: {how}. Scale the learning rate with it."
+            f"per launch. A computed size needs {what}: {how}. Scale the learning rate with it."
         ),
         source=SOURCE_EXTERNAL,
         evidence=evidence,
+    )
+
+
+def _told_batch(last: Finding | None, batch: int) -> int | None:
+    """The batch ``batch-too-small`` last suggested to this process, while it still runs a smaller one."""
+    told = None if last is None else last.suggest.get("batch_size")
+    return told if isinstance(told, int) and not isinstance(told, bool) and told > batch else None
+
+
+def _larger_batch(
+    severity: Severity,
+    detail: str,
+    evidence: dict[str, object],
+    batch: int,
+    larger: int,
+    fits: int,
+    model: BatchMemory,
+    total: int,
+    start: float,
+    persists: str,
+    line: str,
+) -> Finding:
+    """``batch-too-small``'s finding with a number: ``larger`` to suggest where ``fits`` fit by this window's
+    memory (the two differ where the batch told before stands); ``line``: where the DataLoader was built."""
+    stands = (
+        ""
+        if fits == larger
+        else f" This window's memory gives {fits}: less than a quarter above {larger}, the measurement's noise, so "
+        f"{larger} stands."
+    )
+    return Finding(
+        severity=severity,
+        title=f"The GPU is under-filled: batch_size={larger} fits",
+        detail=detail,
+        action=(
+            f"Set batch_size={larger}{line} ({batch} now): a step starts with {fmt_bytes(start)} allocated "
+            f"({persists}) and each sample adds {fmt_bytes(model.per_sample_bytes)} of activations at its peak, so "
+            f"{larger} samples peak at about {pct(th.MEMORY_TARGET)} of the GPU's {fmt_bytes(total)}, beside the "
+            "CUDA context and other processes' memory: 10% below where it counts as nearly full. Scale the "
+            f"learning rate with the batch (linear scaling rule) and check convergence.{stands}"
+        ),
+        source=SOURCE_BOTH,
+        evidence=evidence
+        | {
+            "step_start_bytes": int(start),
+            "per_sample_bytes": int(model.per_sample_bytes),
+            "gpu_memory_total_bytes": total,
+            "budget_bytes": int(model.budget_bytes),
+            "batch_fits": fits,
+            "suggested_peak_bytes": int((start + larger * model.per_sample_bytes) * model.cache_factor),
+        },
+        suggest={"batch_size": larger},
     )
 
 

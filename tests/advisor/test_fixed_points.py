@@ -1,0 +1,188 @@
+"""Advice that can be followed once: the value a rule suggests for a setting, run, is one at which the advisor says
+nothing more about it; the value stays one while the evidence moves within its noise; and a batch size given always
+fits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from gputop.advisor import Advisor, AdvisorConfig
+from gputop.advisor.rules import batch_too_small, memory_near_full
+from gputop.model import Advice, CudaMemory
+from tests.advisor.build import GIB, PID, device, gpu, loader, row, sample, snapshot, view, window, workers
+
+pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
+
+CONFIG = AdvisorConfig(window_s=10.0)
+TOTAL_GIB = 80
+
+# -- batch_size -----------------------------------------------------------------------------------------------------
+#
+# A job whose step starts with 4 GiB allocated (weights, gradients, optimizer state) and adds 128 MiB a sample at its
+# peak; the allocator reserves what it allocates, and the CUDA context takes 1 GiB beside it.
+
+START_GIB = 4.0
+SAMPLE_GIB = 0.125
+CONTEXT_GIB = 1.0
+
+
+def measured(
+    batch: int,
+    fixed_gib: float = 0.0,
+    cache: float = 1.0,
+    others_gib: float = 0.0,
+    nvml: bool = True,
+    emptied: bool = False,
+):
+    """The window of this job run at ``batch``, as the probe and NVML see it: its peak holds ``fixed_gib`` that does
+    not grow with the batch, the allocator reserves ``cache`` times what it allocates (at its peak; where
+    ``emptied``, the job hands its cache back to the driver after each step), and other processes hold ``others_gib``
+    of the GPU (NVML lists this process only where ``nvml``)."""
+    peak = START_GIB + fixed_gib + batch * SAMPLE_GIB
+    reserved = START_GIB if emptied else peak * cache
+    probe = device(
+        allocated_gib=START_GIB,
+        reserved_gib=reserved,
+        peak_gib=peak,
+        reserved_peak_gib=peak * cache,
+        nvml_gib=reserved + CONTEXT_GIB if nvml else None,
+    )
+    used = reserved + CONTEXT_GIB + others_gib
+    training = view(loader(wait=0.01, batch=batch, workers=2), workers(2), cuda=(probe,))
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=40.0, used_gib=used),)))
+
+
+def suggested_batch(batch: int, fixed_gib: float = 0.0, others_gib: float = 0.0, nvml: bool = True) -> int:
+    found = batch_too_small(measured(batch, fixed_gib, others_gib=others_gib, nvml=nvml), CONFIG)
+    assert found is not None
+    size = found.suggest["batch_size"]
+    assert isinstance(size, int)
+    return size
+
+
+def test_at_the_batch_suggested_neither_memory_rule_says_more():
+    # 32 samples: (80 × 0.8 - 1) - 4 = 59 GiB of room for samples, 472 of them. Run at 472, the peak is at 80 % of the
+    # GPU; the allocator keeping 5 % more than the model counted stays below nearly full (90 %).
+    told = suggested_batch(32)
+    run = measured(told, cache=1.05)
+
+    assert told == 472
+    assert batch_too_small(run, CONFIG) is None
+    assert memory_near_full(run, CONFIG) is None
+
+
+def test_at_the_smaller_batch_memory_near_full_suggests_neither_memory_rule_says_more():
+    # 600 samples peak at 79 GiB: the batch that peaks at 80 % is 472 (with 2 accumulation steps: 300).
+    full = memory_near_full(measured(600), CONFIG)
+    assert full is not None
+    told = full.suggest["batch_size"]
+    assert isinstance(told, int)
+    run = measured(told, cache=1.05)
+
+    assert told == 300
+    assert memory_near_full(run, CONFIG) is None
+    assert batch_too_small(run, CONFIG) is None
+
+
+def test_at_the_batch_suggested_a_peak_with_less_than_a_quarter_more_room_asks_for_no_larger_one():
+    # The job hands its cache back to the driver after each step, so NVML sees the GPU's memory 6 % used at 472;
+    # its peak, 63 GiB, leaves room for no sample more.
+    run = measured(suggested_batch(32), emptied=True)
+
+    assert run.latest.gpus[0].memory_used_bytes == 5 * GIB
+    assert batch_too_small(run, CONFIG) is None
+
+
+def test_at_the_batch_suggested_a_peak_that_grew_less_than_counted_asks_for_no_larger_one_once_memory_is_half_used():
+    # The first run's peak held 2 GiB that does not grow with the batch (a workspace): 32 samples measured 192 MiB
+    # each and were told 312. At 312 the same 2 GiB weighs 7 MiB a sample, and the GPU's memory is 57 % used.
+    told = suggested_batch(32, fixed_gib=2.0)
+    run = measured(told, fixed_gib=2.0)
+
+    assert told == 312
+    assert batch_too_small(run, CONFIG) is None
+
+
+def test_at_the_batch_suggested_real_room_beyond_the_noise_gets_a_larger_batch():
+    # 16 GiB of the first run's peak does not grow with the batch (a first step's or an evaluation's peak): 32
+    # samples measured 640 MiB each and were told 88. At 88 the GPU's memory is 40 % used, and the same 16 GiB
+    # weighs 186 MiB a sample: 192 fit, more than twice 88. At 192 the advisor is silent.
+    told = suggested_batch(32, fixed_gib=16.0)
+    again = suggested_batch(told, fixed_gib=16.0)
+
+    assert (told, again) == (88, 192)
+    assert batch_too_small(measured(again, fixed_gib=16.0), CONFIG) is None
+
+
+def test_a_batch_that_would_not_fit_beside_another_process_is_never_suggested():
+    # NVML lists no process inside a container, so the process's own share of the GPU is unknown to it; another
+    # process holds 30 GiB. Extrapolated linearly over the whole GPU, 544 samples (a 72 GiB peak) would be told, and
+    # would not fit beside the 30 GiB. What is used on the GPU but PyTorch's reserved memory is not this process's
+    # to grow into: 232 samples peak at 33 GiB, 64 GiB with the rest, 80 % of the GPU.
+    told = suggested_batch(32, others_gib=30.0, nvml=False)
+    peak_gib = START_GIB + told * SAMPLE_GIB
+
+    assert told == 232
+    assert peak_gib + CONTEXT_GIB + 30.0 <= 0.8 * TOTAL_GIB
+
+
+def test_without_what_pytorch_reserved_no_batch_size_is_computed():
+    # NVML lists no process and the probe reports no reserved memory: what is the process's to grow into is unknown.
+    blind = CudaMemory(device=0, gpu_index=0, allocated_bytes=4 * GIB, allocated_peak_bytes=8 * GIB)
+    training = view(loader(wait=0.01, batch=32, workers=2), workers(2), cuda=(blind,))
+
+    found = batch_too_small(window(lambda t: sample(t, training, gpus=(gpu(busy=40.0, used_gib=9),))), CONFIG)
+
+    assert found is not None and found.suggest == {}
+    assert "how much of the GPU's memory is this process's to grow into" in found.action
+
+
+def watched(make: Callable[[float], tuple[float, float]], seconds: float = 60) -> list[tuple[Advice, ...]]:
+    """The findings after each snapshot of the job at batch 32, where ``make(t)`` gives the other processes' memory
+    and the CUDA context's, in GiB."""
+    advisor = Advisor(PID, AdvisorConfig(window_s=5))
+    found = []
+    for n in range(int(seconds / 0.5)):
+        t = n * 0.5
+        others, context = make(t)
+        peak = START_GIB + 32 * SAMPLE_GIB
+        probe = device(START_GIB, reserved_gib=peak, peak_gib=peak, reserved_peak_gib=peak, nvml_gib=peak + context)
+        training = view(loader(wait=0.01, batch=32, workers=2), workers(2), cuda=(probe,))
+        machine = (gpu(busy=40.0, used_gib=peak + context + others),)
+        found.append(advisor.update(snapshot(1_700_000_000 + t, training, machine, (row(),))))
+    return found
+
+
+def told(found: Iterable[tuple[Advice, ...]]) -> list[Advice]:
+    return [a for advice in found for a in advice if a.id == "batch-too-small"]
+
+
+def batches(found: Iterable[tuple[Advice, ...]]) -> list[object]:
+    return [a.suggest["batch_size"] for a in told(found)]
+
+
+def test_the_suggested_batch_stays_one_value_while_the_room_grows_within_the_noise():
+    # Another process's memory moves between 3 and 2 GiB from 10 s on: 448 fit, then 456. 448 stands: it still fits,
+    # and 456 is less than a quarter above it.
+    found = watched(lambda t: (3.0 if t < 10 or int(t) % 2 == 0 else 2.0, CONTEXT_GIB))
+
+    assert len(batches(found)) > 80
+    assert set(batches(found)) == {448}
+    moved = [a for a in told(found) if a.evidence["batch_fits"] == 456]
+    assert moved and "This window's memory gives 456: less than a quarter above 448" in moved[-1].action
+
+
+def test_a_suggested_batch_that_no_longer_fits_is_replaced_at_once():
+    # The other process grows from 3 to 4 GiB: 448 no longer fits at 80 % of the GPU; 440 does.
+    found = watched(lambda t: (3.0 if t < 30 else 4.0, CONTEXT_GIB))
+
+    assert batches(found)[0] == 448 and batches(found)[-1] == 440
+
+
+def test_a_larger_batch_replaces_the_suggestion_once_the_room_grows_beyond_the_noise():
+    # The other process frees 24 of its 27 GiB: 256 fit, then 448, far beyond a quarter more.
+    found = watched(lambda t: (27.0 if t < 30 else 3.0, CONTEXT_GIB))
+
+    assert batches(found)[0] == 256 and batches(found)[-1] == 448
