@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.rules import batch_too_small, memory_near_full
-from gputop.model import Advice, CudaMemory
-from tests.advisor.build import GIB, PID, device, gpu, loader, row, sample, snapshot, view, window, workers
+from gputop.advisor.rules import batch_too_small, h2d_bound, low_mfu, memory_near_full, pin_memory_off
+from gputop.model import PIN_OFF, PIN_ON, Advice, CudaMemory, StepCost
+from tests.advisor.build import GIB, MIB, PID, device, gpu, loader, row, sample, snapshot, step, view, window, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -186,3 +186,56 @@ def test_a_larger_batch_replaces_the_suggestion_once_the_room_grows_beyond_the_n
     found = watched(lambda t: (27.0 if t < 30 else 3.0, CONTEXT_GIB))
 
     assert batches(found)[0] == 256 and batches(found)[-1] == 448
+
+
+# -- pin_memory -----------------------------------------------------------------------------------------------------
+
+COPIES = {"data": 0.001, "h2d": 0.01, "forward": 0.015, "backward": 0.025, "optimizer": 0.004, "other": 0.003}
+"""A 58 ms step on a GPU whose copies to it take 17 %."""
+
+
+def copying(pin: bool, requested_pin: bool | None = None, pageable: float = 1.0, blocking: float = 0.0, **more):
+    """A job whose copies to the GPU take 17 % of the step, ``pageable`` of their bytes from pageable memory."""
+    anatomy = step(**COPIES, h2d_bytes=64 * MIB, pageable=pageable, blocking=blocking)
+    load = loader(pin=pin, requested_pin=requested_pin, created_at="train.py:41")
+    training = view(load, workers(2), pin=PIN_ON if pin else PIN_OFF, anatomy=anatomy, **more)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=95.0, used_gib=60),)))
+
+
+def test_pin_memory_off_is_silent_once_pin_memory_is_set():
+    assert pin_memory_off(copying(pin=True), CONFIG) is None
+
+
+def test_pin_memory_off_is_silent_where_pinning_is_in_effect_but_its_thread_is_not_seen():
+    # The probe says the iterator pins; from outside, no pt_data_pin thread (a torch that does not name it).
+    load = loader(wait=0.35, workers=4, pin=True)
+    training = view(load, workers(4), pin=PIN_OFF)
+
+    assert pin_memory_off(window(lambda t: sample(t, training, gpus=(gpu(busy=60),))), CONFIG) is None
+
+
+def test_h2d_bound_with_pin_memory_in_effect_says_why_the_bytes_are_still_pageable_instead_of_asking_again():
+    found = h2d_bound(copying(pin=True), CONFIG)
+
+    assert found is not None
+    assert "pin_memory" not in found.suggest
+    assert "Set pin_memory=True" not in found.action
+    assert "The DataLoader at train.py:41 already runs with pin_memory=True, so the pageable bytes" in found.action
+
+
+def test_h2d_bound_with_pin_memory_asked_for_and_turned_off_says_so_instead_of_asking_again():
+    found = h2d_bound(copying(pin=False, requested_pin=True), CONFIG)
+
+    assert found is not None
+    assert "pin_memory" not in found.suggest
+    assert "asks for pin_memory=True, but torch runs it without" in found.action
+
+
+def test_low_mfu_does_not_ask_to_pin_copies_already_pinned_and_asynchronous():
+    cost = StepCost(achieved_tflops=0.2 * 989, peak_tflops=989, precision="bf16", mfu=0.2)
+    found = low_mfu(copying(pin=True, pageable=0.0, blocking=0.0, cost=cost), CONFIG)
+
+    assert found is not None
+    assert found.evidence["causes"] == ("h2d-bytes",)
+    assert "pin the batches" not in found.action
+    assert "already pinned and asynchronous" in found.detail

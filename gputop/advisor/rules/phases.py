@@ -22,9 +22,10 @@ from gputop.advisor.readers import (
     Reader,
 )
 from gputop.advisor.rules.base import Finding, loader_line, pct, recent_window, timed_window
+from gputop.advisor.samples import JobSample
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
-from gputop.model import INFO, SOURCE_BOTH, SOURCE_PROBE, WARNING, SyncSite
+from gputop.model import INFO, PIN_ON, SOURCE_BOTH, SOURCE_PROBE, WARNING, StepAnatomy, SyncSite
 
 SYNCS_PER_STEP = Reader("syncs_per_step", lambda s: s.step.syncs_per_step if s.step is not None else None)
 MFU = Reader("mfu", lambda s: s.view.cost.mfu if s.view.cost is not None else None)
@@ -165,19 +166,32 @@ def h2d_bound(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     share = recent.median(H2D_SHARE)
     if share is None or share < th.H2D_SHARE:
         return None
+    if not _copies_to_change(step):
+        return None
     pageable = step.h2d_pageable_share
     blocking = step.h2d_blocking_share
     from_pageable = pageable is not None and pageable >= th.H2D_PAGEABLE_SHARE
     blocks = blocking is not None and blocking >= th.H2D_PAGEABLE_SHARE
-    if not (from_pageable or blocks):
-        return None
     seconds = recent.median(H2D_S)
     copied = step.h2d_bytes_per_step
     rate = f" at {fmt_bytes(copied / seconds)}/s" if copied and seconds else ""
     line = loader_line(recent.latest)
     changes = []
     suggest: dict[str, float | int | str | bool] = {}
-    if from_pageable:
+    pinning = _pinning(recent.latest)
+    if from_pageable and pinning == PINNED:
+        changes.append(
+            f"the DataLoader{line} already runs with pin_memory=True, so the pageable bytes are not the batch it "
+            "pinned: a batch of a type of the job's own without a pin_memory() method, or tensors made or changed on "
+            "the CPU after the loader (.float(), torch.cat, a transform in the loop); pin those (tensor.pin_memory(), "
+            "or a pin_memory() method on the batch type), or move the work after the copy"
+        )
+    elif from_pageable and pinning == TURNED_OFF:
+        changes.append(
+            f"the DataLoader{line} asks for pin_memory=True, but torch runs it without: it found no accelerator "
+            "when the iterator started, and pinning needs torch to see the GPU there"
+        )
+    elif from_pageable:
         changes.append(f"set pin_memory=True in the DataLoader{line}: pinned batches are copied by DMA at full speed")
         suggest["pin_memory"] = True
     if blocks:
@@ -210,6 +224,31 @@ def h2d_bound(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     )
 
 
+def _copies_to_change(step: StepAnatomy) -> bool:
+    """Whether at least half the bytes copied to the GPU come from pageable memory, or at least half the copies
+    block: pinned, asynchronous copies that still take a share are the bytes' cost."""
+    pageable, blocking = step.h2d_pageable_share, step.h2d_blocking_share
+    return (pageable is not None and pageable >= th.H2D_PAGEABLE_SHARE) or (
+        blocking is not None and blocking >= th.H2D_PAGEABLE_SHARE
+    )
+
+
+PINNED = "pinned"
+TURNED_OFF = "turned off"
+
+
+def _pinning(sample: JobSample) -> str | None:
+    """Whether the DataLoader pins its batches (``PINNED``: the probe says it runs with it, or its pin thread is
+    seen), was asked to and runs without (``TURNED_OFF``), or neither (None): a setting already made is not
+    suggested again."""
+    loader = sample.loader
+    if (loader is not None and loader.effective.pin_memory) or sample.view.pin_memory.state == PIN_ON:
+        return PINNED
+    if loader is not None and loader.requested.pin_memory and loader.effective.pin_memory is False:
+        return TURNED_OFF
+    return None
+
+
 def _sentence(words: str) -> str:
     return words[:1].upper() + words[1:]
 
@@ -227,7 +266,21 @@ def _mfu_causes(recent: JobWindow) -> list[tuple[str, float | None, str]]:
         found.append(("data-wait", data, f"the loop waits for data {pct(data)} of each step (data-starved)"))
     h2d = recent.median(H2D_SHARE)
     if h2d is not None and h2d >= th.H2D_SHARE:
-        found.append(("h2d", h2d, f"copies to the GPU take {pct(h2d)} of each step (h2d-bound)"))
+        step = recent.latest.step
+        done = (
+            step is not None
+            and step.h2d_pageable_share is not None
+            and step.h2d_blocking_share is not None
+            and not _copies_to_change(step)
+        )
+        found.append(
+            (
+                "h2d-bytes" if done else "h2d",
+                h2d,
+                f"copies to the GPU take {pct(h2d)} of each step"
+                + (", already pinned and asynchronous" if done else " (h2d-bound)"),
+            )
+        )
     syncs = sync_cost(recent)
     if syncs is not None and syncs.share >= th.HIDDEN_SYNC_SHARE:
         found.append(
@@ -289,6 +342,7 @@ def _mfu_causes(recent: JobWindow) -> list[tuple[str, float | None, str]]:
 MFU_REMEDIES = {
     "data-wait": "feed the loop faster: more DataLoader workers (data-starved gives the number)",
     "h2d": "pin the batches and copy them with non_blocking=True (h2d-bound)",
+    "h2d-bytes": "copy fewer bytes: uint8 or bf16 batches converted on the GPU, decoding or augmentation there",
     "syncs": "read logged values every N steps and keep them on the GPU in between (hidden-sync)",
     "launch-bound": "give each launch more work: torch.compile (fuses kernels), CUDA graphs, a larger batch",
     "other": "look at the code between forward, backward and the optimizer: logging, metrics, work per sample",
