@@ -9,7 +9,14 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from gputop.advisor import Advisor, AdvisorConfig
-from gputop.advisor.rules import batch_too_small, h2d_bound, low_mfu, memory_near_full, pin_memory_off
+from gputop.advisor.rules import (
+    batch_too_small,
+    h2d_bound,
+    low_mfu,
+    memory_near_full,
+    persistent_workers_off,
+    pin_memory_off,
+)
 from gputop.model import PIN_OFF, PIN_ON, Advice, CudaMemory, StepCost
 from tests.advisor.build import GIB, MIB, PID, device, gpu, loader, row, sample, snapshot, step, view, window, workers
 
@@ -239,3 +246,42 @@ def test_low_mfu_does_not_ask_to_pin_copies_already_pinned_and_asynchronous():
     assert found.evidence["causes"] == ("h2d-bytes",)
     assert "pin the batches" not in found.action
     assert "already pinned and asynchronous" in found.detail
+
+
+# -- persistent_workers ---------------------------------------------------------------------------------------------
+
+
+def epochs(persistent: bool, rebuilt: bool, every_s: float = 3.0):
+    """12 s of a job whose epochs last ``every_s``, each one's first batch 1.5 s after its iterator started where
+    its workers start anew: at each epoch of its DataLoader where not ``persistent``, and at each epoch whatever the
+    setting where the job builds a new DataLoader for each (``rebuilt``)."""
+
+    def make(t):
+        epoch = int(t // every_s)
+        restarts = not persistent or rebuilt
+        load = loader(
+            persistent=persistent,
+            pass_start_s=1.5 if restarts else 0.01,
+            workers=4,
+            passes=1 if rebuilt else epoch + 1,
+            batches=int(t * 10),
+            created_at="train.py:41",
+        )
+        return sample(t, view(load, workers(4), workers_replaced=epoch if restarts else 0))
+
+    return window(make, seconds=12)
+
+
+def test_persistent_workers_off_is_silent_once_persistent_workers_is_set():
+    assert persistent_workers_off(epochs(persistent=True, rebuilt=False), CONFIG) is None
+
+
+def test_workers_restarted_with_persistent_workers_set_are_told_why_instead_of_asked_for_it_again():
+    # A new DataLoader each epoch: 4 sets of workers in 12 s, each 1.5 s to its first batch.
+    found = persistent_workers_off(epochs(persistent=True, rebuilt=True), CONFIG)
+
+    assert found is not None
+    assert found.suggest == {}
+    assert found.title.startswith("Workers restart although persistent_workers=True: 50%")
+    assert "each epoch iterates a new DataLoader at train.py:41" in found.action
+    assert "build it once, before the epoch loop" in found.action

@@ -378,7 +378,7 @@ def restarting(persistent=False, pass_start_s=1.5, every_s=3.0):
         training = view(
             loader(persistent=persistent, pass_start_s=pass_start_s, workers=4, passes=epochs + 1, batches=int(t * 10)),
             workers(4),
-            workers_replaced=epochs,
+            workers_replaced=0 if persistent else epochs,  # workers that persist are not replaced
         )
         return sample(t, training)
 

@@ -385,7 +385,11 @@ def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | Non
         return None
     latest = w.latest
     loader = latest.loader
-    if loader is None or loader.effective.persistent_workers is not False or not latest.num_workers:
+    if loader is None or not latest.num_workers:
+        return None
+    if loader.effective.persistent_workers:
+        return _rebuilt_loaders(w)
+    if loader.effective.persistent_workers is not False:
         return None
     starts = pass_starts(w)
     if starts is None or starts.lost_share < th.STARTUP_SHARE_INFO:
@@ -412,4 +416,43 @@ def persistent_workers_off(w: JobWindow, config: AdvisorConfig) -> Finding | Non
             "startup_share": round(starts.lost_share, 3),
         },
         suggest={"persistent_workers": True},
+    )
+
+
+def _rebuilt_loaders(w: JobWindow) -> Finding | None:
+    """Workers that persist across a DataLoader's epochs, replaced all the same: the job builds a new DataLoader
+    (and so new workers) for each epoch. ``persistent_workers=True`` is set and cannot help; asking for it again
+    would change nothing, so the finding says what does."""
+    latest = w.latest
+    loader = latest.loader
+    replaced = latest.view.workers_replaced - w.samples[0].view.workers_replaced
+    if loader is None or replaced < 1 or loader.pass_start_s is None:
+        return None
+    wait = w.median(DATA_WAIT_SHARE)
+    steps = w.median(STEPS_PER_S)
+    batch_wait = (wait or 0.0) / steps if steps else 0.0
+    lost_share = min(1.0, replaced * max(0.0, loader.pass_start_s - batch_wait) / w.span_s)
+    if lost_share < th.STARTUP_SHARE_INFO:
+        return None
+    line = loader_line(latest)
+    return Finding(
+        severity=WARNING if lost_share >= th.STARTUP_SHARE_WARNING else INFO,
+        title=f"Workers restart although persistent_workers=True: {pct(lost_share)} of the time goes to starting them",
+        detail=f"the workers were replaced {count(replaced, 'time')} in {w.span_s:.0f} s, with persistent_workers=True "
+        f"in effect; the last DataLoader's first batch came {loader.pass_start_s:.2f} s after its iterator started, "
+        f"where the loop waits {batch_wait:.3f} s for any other batch",
+        action=(
+            "persistent_workers=True keeps a DataLoader's workers across its epochs, but each epoch iterates a new "
+            f"DataLoader{line}, which starts workers of its own: build it once, before the epoch loop, and iterate "
+            "the same one at each epoch (set_epoch on its sampler reshuffles a DistributedSampler)."
+        ),
+        source=SOURCE_BOTH,
+        evidence={
+            "persistent_workers": True,
+            "workers_replaced": replaced,
+            "span_s": round(w.span_s, 1),
+            "pass_start_s": round(loader.pass_start_s, 3),
+            "batch_wait_s": round(batch_wait, 4),
+            "startup_share": round(lost_share, 3),
+        },
     )
