@@ -181,16 +181,21 @@ def larger_batch(fits: int, current: int, told: int | None = None) -> int | None
     return fits if fits >= current * (1 + th.BATCH_NOISE) else None
 
 
-def smaller_batch(memory: BatchMemory, total_bytes: int, current: int) -> tuple[int, int] | None:
+def smaller_batch(
+    memory: BatchMemory, total_bytes: int, current: int, told: tuple[int, int] | None = None
+) -> tuple[int, int] | None:
     """A batch that brings the peak down to ``MEMORY_TARGET`` and the gradient accumulation steps that keep the
     effective batch, or None when the current batch already fits or no batch would.
 
     The fewest accumulation steps that fit, with the current batch split evenly over them: 64 samples where 41
-    fit are two steps of 32.
+    fit are two steps of 32. ``told``, the plan already suggested to the process, stands while its batch still
+    fits: room that grows back by a few samples does not bring back the larger batch it replaced.
     """
     fits = memory.batch_within(th.MEMORY_TARGET, total_bytes)
     if fits >= current or fits < 1:
         return None
+    if told is not None and told[0] <= fits:
+        return told
     steps = math.ceil(current / fits)
     return math.ceil(current / steps), steps
 

@@ -195,6 +195,39 @@ def test_a_larger_batch_replaces_the_suggestion_once_the_room_grows_beyond_the_n
     assert batches(found)[0] == 256 and batches(found)[-1] == 448
 
 
+def plans(others_gib: Callable[[float], float], seconds: float = 60) -> list[tuple[object, object]]:
+    """The smaller batches and accumulation steps memory-near-full suggests, snapshot after snapshot, to a job at
+    batch 96 whose step starts with 45 GiB and adds 256 MiB a sample, where other processes hold
+    ``others_gib(t)``."""
+    advisor = Advisor(PID, AdvisorConfig(window_s=5))
+    found = []
+    for n in range(int(seconds / 0.5)):
+        t = n * 0.5
+        peak = 45 + 96 * 0.25
+        probe = device(45, reserved_gib=peak, peak_gib=peak, reserved_peak_gib=peak, nvml_gib=peak + CONTEXT_GIB)
+        training = view(loader(batch=96, workers=2), workers(2), cuda=(probe,))
+        machine = (gpu(busy=90.0, used_gib=peak + CONTEXT_GIB + others_gib(t)),)
+        found.append(advisor.update(snapshot(1_700_000_000 + t, training, machine, (row(),))))
+    full = [a for advice in found for a in advice if a.id == "memory-near-full"]
+    return [(a.suggest["batch_size"], a.suggest["gradient_accumulation_steps"]) for a in full]
+
+
+def test_the_smaller_batch_told_stays_one_value_while_the_room_moves():
+    # 6.5 GiB held by others leaves room for 46 samples at 80 % of the GPU: 3 steps of 32. At 5.5 GiB 50 fit, 2
+    # steps of 48 would: 32 still fits, and stands.
+    told = plans(lambda t: 6.5 if t < 10 or int(t) % 2 == 0 else 5.5)
+
+    assert len(told) > 80
+    assert set(told) == {(32, 3)}
+
+
+def test_a_smaller_batch_told_that_no_longer_fits_is_replaced():
+    # From 30 s on, others hold 11 GiB: 28 samples fit, 32 no longer do; 3 steps of 32 become 4 of 24.
+    told = plans(lambda t: 6.5 if t < 30 else 11.0)
+
+    assert told[0] == (32, 3) and told[-1] == (24, 4)
+
+
 # -- pin_memory -----------------------------------------------------------------------------------------------------
 
 COPIES = {"data": 0.001, "h2d": 0.01, "forward": 0.015, "backward": 0.025, "optimizer": 0.004, "other": 0.003}

@@ -111,8 +111,8 @@ def batch_too_small(w: JobWindow, config: AdvisorConfig) -> Finding | None:
 
 def _told_batch(last: Finding | None, batch: int) -> int | None:
     """The batch ``batch-too-small`` last suggested to this process, while it still runs a smaller one."""
-    told = None if last is None else last.suggest.get("batch_size")
-    return told if isinstance(told, int) and not isinstance(told, bool) and told > batch else None
+    told = _suggested(last, "batch_size")
+    return told if told is not None and told > batch else None
 
 
 def _larger_batch(
@@ -212,7 +212,8 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         if gpu is None or start is None or not batch or not gpu.memory_total_bytes:
             continue
         model = batch_memory(device, gpu, batch, start)
-        plan = smaller_batch(model, gpu.memory_total_bytes, batch) if model is not None else None
+        told = _told_plan(last_found(recent, "memory-near-full"), batch)
+        plan = smaller_batch(model, gpu.memory_total_bytes, batch, told) if model is not None else None
         if plan is not None:
             suggest = {"batch_size": plan[0], "gradient_accumulation_steps": plan[1]}
             smaller_words = (
@@ -239,7 +240,7 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         if planned:
             action += f" Or, to fit at once: {smaller_words}."
         evidence |= more
-    return Finding(
+    found = Finding(
         severity=severity,
         title="GPU memory is nearly full" + (": allocations are retrying" if retries else ""),
         detail="; ".join(facts),
@@ -248,6 +249,25 @@ def memory_near_full(w: JobWindow, config: AdvisorConfig) -> Finding | None:
         evidence=evidence,
         suggest=suggest,
     )
+    return remembered(recent, "memory-near-full", (found,), _as_found)
+
+
+def _as_found(found: Finding) -> Finding:
+    """``memory-near-full``'s finding, made before it is remembered (``last_found`` then gives its plan)."""
+    return found
+
+
+def _told_plan(last: Finding | None, batch: int) -> tuple[int, int] | None:
+    """The smaller batch and accumulation steps ``memory-near-full`` last suggested to this process, while it still
+    runs a larger batch."""
+    size, steps = _suggested(last, "batch_size"), _suggested(last, "gradient_accumulation_steps")
+    return (size, steps) if size is not None and steps is not None and size < batch else None
+
+
+def _suggested(found: Finding | None, setting: str) -> int | None:
+    """The whole number ``found`` suggests for ``setting``, if it suggests one."""
+    value = None if found is None else found.suggest.get(setting)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _shrink_largest_part(
