@@ -62,6 +62,14 @@ class AdvisorConfig:
         return self.history_s / MAX_HISTORY_SAMPLES
 
 
+def replay_config(asked_s: float | None, recorded_s: float | None) -> AdvisorConfig:
+    """The advisor's settings for a recording: the window asked for (``--window``), else the one the run that
+    recorded it judged it with, else the default. A recording judged with another window than its run's gives other
+    findings and other numbers (a 12 s run at a 3 s window, judged at 20 s, has none)."""
+    window_s = asked_s if asked_s is not None else recorded_s
+    return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
+
+
 def _time(sample: JobSample) -> float:
     return sample.time
 

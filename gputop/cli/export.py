@@ -25,15 +25,21 @@ def add_parser(commands: Any) -> None:
     export.add_argument(
         "--per-process", action="store_true", help="add per-process series labelled by GPU and PID (no command lines)"
     )
+    export.add_argument(
+        "--window", type=checks.window, metavar="SECONDS", dest="export_window", help=f"advisor: {checks.WINDOW_HELP}"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    return export(args.listen, args.textfile, args.export_interval, args.per_process)
+    return export(args.listen, args.textfile, args.export_interval, args.per_process, args.export_window)
 
 
-def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool) -> int:
+def export(
+    listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool, window_s: float | None = None
+) -> int:
     """Serve on ``listen`` (``DEFAULT_LISTEN`` when no textfile is asked for) and/or write the textfile.
 
+    ``window_s``: the advisor's window (None: the default), as ``gputop report`` and ``gputop run`` take it.
     Returns the exit status: 2 for a bad ``--listen`` or a ``--textfile`` directory gputop cannot write to, 1 when
     the address cannot be bound, the file can no longer be written or the sampling thread died, 0 after SIGTERM,
     130 after SIGINT. Every error is one line on stderr.
@@ -60,6 +66,7 @@ def export(listen: str | None, textfile_dir: str | None, interval_s: float, per_
         except OSError as exc:
             return error(f"cannot write --textfile {textfile_dir!r}: {exc.strerror or exc}", 2)
     try:
-        return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say))
+        config = checks.advisor_config(window_s)
+        return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say, config))
     except exporter.ExportError as exc:
         return error(str(exc), exc.status)

@@ -113,9 +113,8 @@ def report_two(args: argparse.Namespace) -> int:
     from gputop.compare.changes import compare, job_of, same_job
     from gputop.compare.render import comparison_document, render_comparison
 
-    config = checks.advisor_config(args.report_window)
     try:
-        a, b = (load_run(path, config) for path in (args.report_file, args.report_other))
+        a, b = (load_run(path, args.report_window) for path in (args.report_file, args.report_other))
     except BadRun as exc:
         return error(str(exc), 2)
     if not args.different_jobs and not same_job(a, b):
@@ -136,13 +135,14 @@ def report_two(args: argparse.Namespace) -> int:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def load_run(path: str, config: AdvisorConfig) -> RunSummary:
-    """The summary of the run in ``path``: a recording (its steady part, with the advisor over all of it) or a
-    ``--report-json`` document; ``BadRun`` for a file that is missing, unreadable, damaged, not gputop's, or
-    holds no training process."""
+def load_run(path: str, window_s: float | None = None) -> RunSummary:
+    """The summary of the run in ``path``: a recording (its steady part, with the advisor over all of it, at
+    ``window_s`` or else the window its run judged it with) or a ``--report-json`` document; ``BadRun`` for a
+    file that is missing, unreadable, damaged, not gputop's, or holds no training process."""
     import os
     import stat
 
+    from gputop.advisor.window import replay_config
     from gputop.codec.bounds import MAX_SNAPSHOT_BYTES, parse
     from gputop.compare.decode import summary_from_report
     from gputop.compare.summary import summarise_recording
@@ -164,7 +164,7 @@ def load_run(path: str, config: AdvisorConfig) -> RunSummary:
     if text.startswith(SQLITE_MAGIC):
         try:
             with open_recording(path) as recording:
-                summary = summarise_recording(recording, config)
+                summary = summarise_recording(recording, replay_config(window_s, recording.info.window_s))
                 damage = recording.damage
         except RecordingError as exc:
             raise BadRun(str(exc)) from None
@@ -186,11 +186,13 @@ def report_file(args: argparse.Namespace) -> int:
     import json
 
     from gputop.advisor.report import recording_document, render_recording_report, report_recording
+    from gputop.advisor.window import replay_config
     from gputop.store import RecordingError, open_recording
 
     try:
         with open_recording(args.report_file) as recording:
-            report = report_recording(recording, args.report_pid, checks.advisor_config(args.report_window))
+            config = replay_config(args.report_window, recording.info.window_s)
+            report = report_recording(recording, args.report_pid, config)
     except RecordingError as exc:
         return error(str(exc), 2)
     if args.report_as_json:

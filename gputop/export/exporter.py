@@ -20,7 +20,7 @@ from pathlib import Path
 
 from prometheus_client.registry import CollectorRegistry
 
-from gputop.advisor import Advisor
+from gputop.advisor import Advisor, AdvisorConfig
 from gputop.collect.sampler import Sampler, SnapshotMaker
 from gputop.export.collector import Exposition, SnapshotCollector
 from gputop.export.server import MetricsServer, serve
@@ -82,10 +82,12 @@ async def export(
     interval_s: float,
     per_process: bool,
     say: Callable[[str], None],
+    config: AdvisorConfig | None = None,
 ) -> int:
     """Serve on ``address`` (``listen`` as given) and/or write the textfile into ``textfile_dir`` until SIGTERM
     (returns 0) or SIGINT (130). Raises ``ExportError`` when the address cannot be bound, the file cannot be
-    written or the sampling thread died (status 1); ``say`` gets what is served and written where."""
+    written or the sampling thread died (status 1); ``say`` gets what is served and written where; ``config``: the
+    advisor's window."""
     loop = asyncio.get_running_loop()
     wake = _Wakeups()
     loop.add_signal_handler(signal.SIGTERM, wake.stop, 0)
@@ -93,7 +95,7 @@ async def export(
     sampling = _SamplingThread()
     sampler = Sampler(interval_s, maker_factory=sampling.make)
     # Every training process on the machine, judged on the sampler's thread; scrapes read its latest findings.
-    advisor = Advisor()
+    advisor = Advisor(None, config)
     sampler.subscribe(advisor.update)
     sampler.subscribe(lambda _snap: _call_on(loop, wake.snapshot_taken))
     server: MetricsServer | None = None

@@ -255,6 +255,12 @@ TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] =
         lambda v: v.loader.data_wait_share if v.loader else None,
     ),
     (
+        "gputop_training_worker_batch_seconds",
+        "Seconds one DataLoader worker spends making a batch, timed inside the workers (the DataLoader the loop "
+        "iterates now).",
+        lambda v: v.loader.worker_batch_s if v.loader else None,
+    ),
+    (
         "gputop_training_achieved_flops_per_second",
         "FLOP/s the job achieves: the probe's FLOPs per step times steps a second.",
         lambda v: None if v.cost is None or v.cost.achieved_tflops is None else v.cost.achieved_tflops * 1e12,

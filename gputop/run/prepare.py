@@ -89,11 +89,13 @@ def prepare(options: RunOptions, console: Console) -> Prepared:
             raise RunError(f"cannot write --report-json {report}: {exc.strerror or exc}") from None
     sink = None
     if options.record is not None:
-        every_s = sample_every_s(options.advisor or AdvisorConfig(), SAMPLE_EVERY_S)
+        config = options.advisor or AdvisorConfig()
+        every_s = sample_every_s(config, SAMPLE_EVERY_S)
         if not options.headless:
             every_s = options.interval_s or 1.0
         try:
-            sink = Sink(Recorder(options.record, every_s), console)
+            # The run's window goes with its snapshots: report and replay judge them as this run's advisor does.
+            sink = Sink(Recorder(options.record, every_s, window_s=config.window_s), console)
         except RecordingError as exc:
             raise RunError(str(exc)) from None
     reports = _report_dir(console)

@@ -29,6 +29,7 @@ from pathlib import Path
 from gputop import __version__
 from gputop.codec import MAX_SNAPSHOT_BYTES, MAX_TIME
 from gputop.files import PRIVATE, create_new
+from gputop.limits import MAX_SECONDS, MIN_WINDOW_S
 from gputop.model import Snapshot
 from gputop.sanitize import printable
 from gputop.store.rows import ENCODING, SCHEMA_VERSION, RowReader, RowWriter, WeighedSnapshot
@@ -66,6 +67,7 @@ class Recorder:
         *,
         hostname: str | None = None,
         started: float | None = None,
+        window_s: float | None = None,
         flush_every_s: float = DEFAULT_FLUSH_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -96,6 +98,7 @@ class Recorder:
                 "hostname": hostname if hostname is not None else socket.gethostname(),
                 "started": started if started is not None else time.time(),
                 "interval_s": interval_s,
+                "window_s": window_s,
             }
             self._db.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in meta.items()])
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -232,6 +235,9 @@ class RecordingInfo:
     interval_s: float | None
     ended: float | None = None
     """When the recorder closed the file; None while it is being written, or when its writer was killed."""
+    window_s: float | None = None
+    """The advisor's window of the run that recorded it (``gputop run --record``): replayed and reported with the
+    same window, a recording gives the findings the run gave. None for ``gputop record`` and older recordings."""
 
 
 _ROW_OK = (
@@ -492,7 +498,7 @@ def _salvage(path: Path, damaged: _Damaged) -> Recording:
     return recording
 
 
-_META_KEYS = ("format", "encoding", "gputop_version", "hostname", "started", "interval_s", "ended")
+_META_KEYS = ("format", "encoding", "gputop_version", "hostname", "started", "interval_s", "ended", "window_s")
 MAX_META_CHARS = 4096
 """The longest value of these keys read: a host name or a version is short, and anything longer is not one."""
 MAX_INTERVAL_S = 86400.0
@@ -546,6 +552,7 @@ def _read_info(db: sqlite3.Connection, path: Path) -> RecordingInfo:
         started=_number_or_none(meta.get("started"), 0.0, MAX_TIME),
         interval_s=_number_or_none(meta.get("interval_s"), 0.0, MAX_INTERVAL_S),
         ended=_number_or_none(meta.get("ended"), 0.0, MAX_TIME),
+        window_s=_number_or_none(meta.get("window_s"), MIN_WINDOW_S, MAX_SECONDS),
     )
 
 

@@ -332,12 +332,13 @@ def test_meta_from_outside_is_made_printable_and_bounded(tmp_path: Path) -> None
         "UPDATE meta SET value = '1e308' WHERE key = 'started'",
         "UPDATE meta SET value = 'NaN' WHERE key = 'interval_s'",
         "INSERT OR REPLACE INTO meta VALUES ('ended', '[[[[1]]]]')",
+        "INSERT OR REPLACE INTO meta VALUES ('window_s', '1e-300')",  # would judge at 700 snapshots a second
     )
     with open_recording(path) as recording:
         info = recording.info
         assert info.hostname == "gpu\\x1b]0;pwned\\x07-node\\u202e\\ud800"
         assert info.gputop_version == "0.1\\x1b[2J"
-        assert info.started is None and info.interval_s is None and info.ended is None
+        assert info.started is None and info.interval_s is None and info.ended is None and info.window_s is None
         assert len(list(recording)) == ROWS
     for args in (("report", str(path)), ("report", str(path), "--json")):
         done = gputop(*args)

@@ -204,6 +204,16 @@ def test_snapshot_from_the_fake_driver_and_real_processes_round_trips(fake_drive
     assert recording.damage is None
 
 
+def test_the_advisors_window_of_the_run_that_recorded_is_read_back(tmp_path):
+    with Recorder(tmp_path / "run.gputop", 0.375, window_s=3.0, flush_every_s=0) as rec:
+        rec.append(training_snapshot(5.0))
+    with Recorder(tmp_path / "plain.gputop", 1.0, flush_every_s=0) as rec:
+        rec.append(training_snapshot(5.0))
+
+    with open_recording(tmp_path / "run.gputop") as run, open_recording(tmp_path / "plain.gputop") as plain:
+        assert (run.info.window_s, plain.info.window_s) == (3.0, None)
+
+
 def test_the_file_is_sqlite_in_wal_mode_with_the_documented_tables(tmp_path):
     path = tmp_path / "r.gputop"
     with Recorder(path, 0.5, hostname="h", started=100.0) as rec:

@@ -94,6 +94,32 @@ def test_workers_replaced_every_epoch_get_a_note_and_each_worker_a_row() -> None
     assert sum("running" in line for line in panel.splitlines()) == 4
 
 
+def with_batch_time(view: TrainingView, batch_s: float | None) -> TrainingView:
+    loaders = tuple(replace(loader, worker_batch_s=batch_s) for loader in view.probe.loaders)
+    return replace(view, probe=replace(view.probe, loaders=loaders))
+
+
+def test_the_workers_head_says_how_long_a_worker_takes_to_make_a_batch() -> None:
+    panel = plain(panel_lines(with_batch_time(starved(), 0.0672), NO_SPARKS, {}, 120, P))
+
+    head = next(line for line in panel.splitlines() if line.startswith("WORKERS"))
+    assert "3.8 of 16 cores  a worker makes a batch in 67.2 ms" in head
+
+
+def test_workers_not_timed_show_no_batch_time() -> None:
+    panel = plain(panel_lines(with_batch_time(starved(), None), NO_SPARKS, {}, 120, P))
+
+    assert "makes a batch" not in panel
+
+
+def test_the_batch_time_moves_below_the_workers_head_where_it_does_not_fit() -> None:
+    panel = plain(panel_lines(with_batch_time(starved(), 0.541), NO_SPARKS, {}, 60, P)).splitlines()
+
+    at = next(n for n, line in enumerate(panel) if line.startswith("WORKERS"))
+    assert "makes a batch" not in panel[at]
+    assert panel[at + 1].strip() == "a worker makes a batch in 541 ms"
+
+
 def test_a_worker_value_that_cannot_be_read_is_na_with_its_reason_below_the_table() -> None:
     denied = frozen_reasons({"uss_bytes": "access denied"})
     worker = Worker(HostProcess(7, status="sleeping", cpu_percent=0.0), unavailable=denied)

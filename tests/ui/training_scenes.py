@@ -406,10 +406,19 @@ def gpu_cost(step: StepAnatomy, power_w: float, batch: int = BATCH) -> StepCost:
 
 
 def _with_step(snap: Snapshot, step: StepAnatomy, cost: StepCost | None) -> Snapshot:
+    """The job with its step anatomy, where it built its loader, and what a worker takes to make a batch: its
+    workers, starved, deliver the batches the loop takes, one each in turn."""
     view = snap.training[0]
-    loaders = tuple(replace(loader, created_at=CREATED_AT) for loader in view.probe.loaders)
+    loaders = tuple(
+        replace(loader, created_at=CREATED_AT, worker_batch_s=_worker_batch_s(loader)) for loader in view.probe.loaders
+    )
     probe = replace(view.probe, loaders=loaders, step=step)
     return replace(snap, training=(replace(view, probe=probe, cost=cost),))
+
+
+def _worker_batch_s(loader: LoaderView) -> float | None:
+    workers, steps = loader.effective.num_workers, loader.steps_per_s
+    return round(workers / steps, 4) if workers and steps else None
 
 
 def stepped_job(t: float = scenes.T0, pid: int = JOB_PID) -> Snapshot:

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from gputop.advisor.window import AdvisorConfig
+from gputop.advisor.window import AdvisorConfig, replay_config
 from gputop.formatting import counted, fmt_length
 from gputop.model import Advice, Snapshot
 from gputop.store import RecordingError
@@ -118,7 +118,8 @@ class ReplayPlayer(Mode):
         self.recorded_focus = first_snapshot.focus_pid if first_snapshot is not None else None
         """The process the recording followed (its first snapshot's focus: the snapshot itself is not kept)."""
         self.source = source
-        self.advisor_config = advisor_config
+        self.advisor_config = advisor_config or replay_config(None, source.recording.info.window_s)
+        """The run's window, where it recorded one: the findings are the ones its advisor gave."""
         self.speed = speed
         self.play = play and start < len(source) - 1
         self.history = History()

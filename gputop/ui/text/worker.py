@@ -10,6 +10,7 @@ from gputop.ui.text.bars import meter
 from gputop.ui.text.gpu import Palette
 from gputop.ui.text.parts import LABEL_CELLS, flow, label
 from gputop.ui.text.process_cells import MEASURING_MARK
+from gputop.ui.text.step import fmt_ms
 
 WORKER_ROWS_INLINE = 4
 """Worker rows in the dashboard's panel; the training screen shows them all."""
@@ -56,7 +57,7 @@ def worker_lines(view: TrainingView, bar: int, width: int, p: Palette, rows: int
     fraction = None if used is None or not usable else used / 100 / usable
     head.append_text(meter(fraction, bar, p.fill, p.track))
     head.append(f" {_cores(view)}")
-    lines = [head]
+    lines = flow(head, _batch_time(view, p), width)
     if view.workers_replaced:
         note = [
             Text(f"replaced by new processes {view.workers_replaced}×", style=p.warn),
@@ -73,6 +74,17 @@ def worker_lines(view: TrainingView, bar: int, width: int, p: Palette, rows: int
     if missing:
         lines.append(Text(f"{'':{TABLE_INDENT}}N/A: {missing}", style=p.dim))
     return lines
+
+
+def _batch_time(view: TrainingView, p: Palette) -> list[Text]:
+    """``a worker makes a batch in 67.2 ms``: what each worker delivers, timed inside the workers by the probe (the
+    advisor's num_workers rests on it); nothing where they are not timed (``spawn`` workers, an older probe, no
+    batch yet)."""
+    loader = view.loader if view.probe.ok else None
+    batch_s = None if loader is None else loader.worker_batch_s
+    if batch_s is None:
+        return []
+    return [Text(f"a worker makes a batch in {fmt_ms(batch_s)} ms", style=p.dim)]
 
 
 def _header(with_bar: bool, p: Palette) -> Text:

@@ -83,6 +83,7 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=0, help="Python objects in the Dataset")
     parser.add_argument("--cuda-in-worker", action="store_true")
     parser.add_argument("--worker-init-s", type=float, default=0.0, help="each worker's start-up")
+    parser.add_argument("--until-file", type=Path, default=None, help="stop once this file exists (or --seconds)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -117,6 +118,8 @@ def main() -> int:
             if counted is None and steps >= args.warmup_steps:
                 counted = now
             if counted is not None and now - counted >= args.seconds:
+                return 0
+            if args.until_file is not None and args.until_file.exists():
                 return 0
             steps += 1
             if args.stall_after_s is not None and now - started >= args.stall_after_s:
