@@ -78,7 +78,7 @@ def api_server(certificate: tuple[Path, Path], tmp_path: Path) -> Iterator[tuple
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(*certificate)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     token = tmp_path / "token"
     token.write_text("eyJhbGciOiJSUzI1NiJ9.recorded.token\n")
@@ -106,6 +106,7 @@ def log_tree(root: Path, entries: dict[str, list[str]], links: tuple[str, ...] =
     ``/var/log/containers`` with these link names, under ``root``."""
     pods, containers = root / "pods", root / "containers"
     containers.mkdir(parents=True)
+    pods.mkdir()
     for entry, names in entries.items():
         for name in names:
             (pods / entry / name).mkdir(parents=True)

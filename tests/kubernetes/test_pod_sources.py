@@ -35,7 +35,7 @@ def test_the_request_asks_for_this_nodes_pods_only_with_the_service_accounts_tok
 def test_a_refused_list_is_a_reason_that_names_the_role(api_server):
     answer, source = api_server
     answer.status, answer.body = 403, b'{"kind":"Status","reason":"Forbidden"}'
-    with pytest.raises(PodSourceError, match="HTTP 403 .*may not list pods"):
+    with pytest.raises(PodSourceError, match=r"HTTP 403 .*may not list pods"):
         source().listing()
 
 
@@ -52,7 +52,7 @@ def test_a_port_nobody_listens_on_is_a_reason(tmp_path: Path):
 def test_a_slow_api_server_is_given_up_on_with_a_reason(api_server):
     answer, source = api_server
     answer.delay_s = 3.0
-    with pytest.raises(PodSourceError, match="no answer in 0.3 s"):
+    with pytest.raises(PodSourceError, match=r"no answer in 0\.3 s"):
         source(timeout_s=0.3).listing()
 
 
