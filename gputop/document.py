@@ -21,6 +21,7 @@ from gputop.model import (
     HostInfo,
     HostProcess,
     MigInstance,
+    Pod,
     Snapshot,
     TrainingView,
     Worker,
@@ -81,6 +82,8 @@ PROCESS_MIG_KEYS = ("mig_index", "gpu_instance_id", "compute_instance_id")
 CONTAINER_KEYS = ("runtime", "id", "pod_uid", "name", "path")
 """A process row's ``container`` object (docs/json.md), after its MIG keys: null for a process in no container or
 whose cgroup could not be read (then with its reason in ``unavailable``)."""
+POD_KEYS = ("namespace", "name", "container", "source")
+"""A process row's ``pod`` object (docs/json.md, docs/kubernetes.md)."""
 PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
 """A process row's keys from its host process, after those from its GPU side."""
@@ -141,12 +144,19 @@ def process_record(p: GpuProcess) -> dict[str, Any]:
     out["unavailable"] = {**p.unavailable, **host.unavailable}
     out.update((key, getattr(p, key)) for key in PROCESS_MIG_KEYS)
     out["container"] = container_record(host.container)
+    out["pod"] = pod_record(host.pod)
     return out
 
 
 def container_record(container: Container | None) -> dict[str, Any] | None:
     """A process's container as schema 1 writes it: the full id, not the 12 digits the dashboard shows."""
     return None if container is None else {key: getattr(container, key) for key in CONTAINER_KEYS}
+
+
+def pod_record(pod: Pod | None) -> dict[str, Any] | None:
+    """A process's pod by name as schema 1 writes it, after its container: null for a process in no pod, or with
+    its reason in ``unavailable`` (key ``pod``) where no source on the node named it."""
+    return None if pod is None else {key: getattr(pod, key) for key in POD_KEYS}
 
 
 def gpu_record(g: Gpu) -> dict[str, Any]:

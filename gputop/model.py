@@ -338,6 +338,42 @@ class Container:
         return f"{self.runtime} {self.short_id}"
 
 
+POD_NAME_CHARS = 253
+"""The longest pod name Kubernetes allows (a DNS subdomain, RFC 1123)."""
+POD_LABEL_CHARS = 63
+"""The longest namespace and container name Kubernetes allows (a DNS label, RFC 1123)."""
+POD_LABEL_FORM = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+"""A namespace's or container's name, as Kubernetes checks it (a DNS label: ``IsDNS1123Label``)."""
+POD_NAME_FORM = rf"{POD_LABEL_FORM}(?:\.{POD_LABEL_FORM})*"
+"""A pod's name, as Kubernetes checks it (a DNS subdomain: ``IsDNS1123Subdomain``)."""
+PodOrigin = Literal["apiserver", "logs"]
+"""Where a pod's names were read: the API server's pod list for this node, or the kubelet's log directories
+(``/var/log/pods``, ``/var/log/containers``)."""
+POD_ORIGINS: tuple[PodOrigin, ...] = get_args(PodOrigin)
+POD_ORIGIN_WORDS: dict[PodOrigin, str] = {"apiserver": "API server", "logs": "kubelet's log directories"}
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """The Kubernetes pod, and the container in it, that a process runs in, by name: what the node's API server or
+    kubelet says of the pod UID and container id the process's cgroup names (``Container.pod_uid``, ``id``).
+
+    The names are chosen by whoever created the pod: they are held to Kubernetes' own rules (lowercase DNS labels
+    and subdomains) where read, and name nothing more than that claim. ``container`` is None where the source
+    does not say which of the pod's containers the process runs in.
+    """
+
+    namespace: str
+    name: str
+    container: str | None = None
+    source: PodOrigin = "apiserver"
+
+    @property
+    def label(self) -> str:
+        """``namespace/pod/container``, or ``namespace/pod`` where the container is not known."""
+        return "/".join(part for part in (self.namespace, self.name, self.container) if part is not None)
+
+
 @dataclass(frozen=True, slots=True)
 class HostProcess:
     """A host process that gputop watches: a GPU process, one of its ancestors or descendants, or the focus.
@@ -362,6 +398,10 @@ class HostProcess:
     container: Container | None = None
     """The container, pod, Slurm job or systemd unit it runs in; None with no reason for a process in the root
     cgroup (or ``init.scope``), None with its reason in ``unavailable`` when the cgroup could not be read."""
+    pod: Pod | None = None
+    """The Kubernetes pod and container by name, for a process whose cgroup names a pod (``container.pod_uid``);
+    None with its reason in ``unavailable`` (key ``pod``) where no source on the node told them, None with no
+    reason for a process in no pod."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,15 @@ from gputop.model import (
     CODE_SITE,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
+    POD_LABEL_CHARS,
+    POD_LABEL_FORM,
+    POD_NAME_CHARS,
+    POD_NAME_FORM,
     SYNC_CALL,
     TENSOR_DEVICE,
     Container,
     LoaderView,
+    Pod,
     StepCost,
     SyncSite,
     TensorMemory,
@@ -44,6 +49,7 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
         "name": CONTAINER_NAME_CHARS,
     },
     StepCost: {"precision": 16, "peak_source": 300},
+    Pod: {"namespace": POD_LABEL_CHARS, "name": POD_NAME_CHARS, "container": POD_LABEL_CHARS},
 }
 """The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
 written by gputop."""
@@ -52,6 +58,11 @@ TEXT_FORMS: dict[type, dict[str, re.Pattern[str]]] = {
     TensorMemory: {"device": re.compile(TENSOR_DEVICE)},
     SyncSite: {"site": _SITE, "call": re.compile(SYNC_CALL)},
     LoaderView: {"created_at": _SITE},
+    Pod: {
+        "namespace": re.compile(POD_LABEL_FORM),
+        "name": re.compile(POD_NAME_FORM),
+        "container": re.compile(POD_LABEL_FORM),
+    },
 }
 """The form each field of these classes must have, as the probe reader checks it: ``cuda:²`` would pass a type
 check, and then fail ``int`` where the device's ordinal is read; a code site that advice quotes (``train.py:57``)

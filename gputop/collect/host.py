@@ -17,6 +17,7 @@ import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container
 from gputop.collect.cpu_takers import Busy, cpu_takers
+from gputop.collect.pods.resolver import PodResolver, from_environment
 from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes
 from gputop.model import (
     ACCESS_DENIED,
@@ -28,6 +29,7 @@ from gputop.model import (
     CpuTakers,
     HostInfo,
     HostProcess,
+    Pod,
     frozen_reasons,
 )
 from gputop.sanitize import printable
@@ -141,10 +143,18 @@ def in_nested_pid_namespace() -> bool:
 class HostCollector:
     """Reads the machine and the processes gputop is asked about. Never raises for a vanished process."""
 
-    def __init__(self, nested_pid_namespace: bool | None = None, static_refresh_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        nested_pid_namespace: bool | None = None,
+        static_refresh_s: float = 5.0,
+        pods: PodResolver | None = None,
+    ) -> None:
         self.nested_pid_namespace = in_nested_pid_namespace() if nested_pid_namespace is None else nested_pid_namespace
         self.static_refresh_s = static_refresh_s
         self.cgroup_namespace = in_cgroup_namespace()
+        self.pods = from_environment() if pods is None else pods
+        """Names the pod of a process whose cgroup names one, from what the node offers; it reads on a thread of
+        its own, so a slow or refused source never holds up a tick."""
         self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
@@ -284,6 +294,7 @@ class HostCollector:
                 and now > tracked.at
                 and now < tracked.static_due
                 and now < tracked.container_due
+                and "pod" not in tracked.container_reasons
             ):
                 tracked.at = now
                 return last
@@ -309,6 +320,16 @@ class HostCollector:
             tracked.container_reasons = {} if reason is None else {"container": reason}
             tracked.container_due = now + CONTAINER_REFRESH_S
             refreshed = True
+        # A lookup in what the resolver last read, every tick until it names the pod: one that just started is
+        # named as soon as the list that holds it is read.
+        if refreshed or "pod" in tracked.container_reasons:
+            pod, pod_reason = self.pods.lookup(tracked.container)
+            reasons_now = {k: v for k, v in tracked.container_reasons.items() if k != "pod"}
+            if pod_reason is not None:
+                reasons_now["pod"] = pod_reason
+            if pod != tracked.pod or reasons_now != tracked.container_reasons:
+                tracked.pod, tracked.container_reasons = pod, reasons_now
+                refreshed = True
         last = tracked.last
         if not refreshed and last is not None and stat == tracked.stat and cpu_percent == last.cpu_percent:
             tracked.raw = raw
@@ -327,6 +348,7 @@ class HostCollector:
             cpu_percent=cpu_percent,
             unavailable=frozen_reasons(reasons),
             container=tracked.container,
+            pod=tracked.pod,
             **tracked.static,
         )
         return tracked.last
@@ -346,6 +368,7 @@ class _Tracked:
     container: Container | None = None
     container_reasons: dict[str, str] = field(default_factory=dict)
     container_due: float = 0.0
+    pod: Pod | None = None
     stat: ProcStat | None = None
     raw: bytes = b""
     """The text ``stat`` was parsed from: the same bytes at the next tick are not parsed again."""

@@ -205,6 +205,7 @@ def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]
     families += training_families(snap.training, per_process)
     if per_process:
         families += process_families(snap.processes)
+        families.append(pod_info_family(snap.processes))
     return [f for f in families if f.samples]
 
 
@@ -426,6 +427,28 @@ def process_families(processes: Sequence[GpuProcess]) -> list[Metric]:
         _gauge(name, help_text, PROCESS_LABELS, ((label, read(p)) for label, p in zip(labels, processes)))
         for name, help_text, read in PROCESS_GAUGES
     ]
+
+
+POD_INFO_LABELS = ("pid", "namespace", "pod", "container", "pod_uid")
+
+
+def pod_info_family(processes: Sequence[GpuProcess]) -> GaugeMetricFamily:
+    """``gputop_process_pod_info``: 1 for each GPU process whose pod is known by name, labelled with the names,
+    to join on ``pid`` (``* on(pid) group_left(namespace, pod, container)``): the names go on one series per
+    process, not on every series of it (docs/exporter.md)."""
+    samples: dict[str, list[str]] = {}
+    for p in processes:
+        pod = p.host.pod if p.host is not None else None
+        if pod is not None and p.host is not None:
+            uid = p.host.container.pod_uid if p.host.container is not None else None
+            samples.setdefault(str(p.pid), [str(p.pid), pod.namespace, pod.name, pod.container or "", uid or ""])
+    return _gauge(
+        "gputop_process_pod_info",
+        "The Kubernetes pod and container of a GPU process, by name, as the node's API server or kubelet names "
+        "them (1 per process whose pod is known).",
+        POD_INFO_LABELS,
+        ((labels, 1) for labels in samples.values()),
+    )
 
 
 def container_label(p: GpuProcess) -> str:

@@ -63,9 +63,18 @@ CONTAINER_COLUMN = Column("container", "CONTAINER", 20, wide_only=True)
 command only while some process is in a container or a job, and only in a wide table."""
 
 
+POD_COLUMN = Column("container", "NAMESPACE/POD/CONTAINER", 34, wide_only=True)
+"""The CONTAINER column where some process's pod is known by name: wide enough for the three names of a pod
+made by a Deployment (``ml/train-llama-5f6d8c9b7-x2k4q/trainer``, cut with an ellipsis beyond)."""
+NARROW_POD_COLUMN = Column("pod", "POD", 16)
+"""The pod's name alone, in place of the user below ``WIDE_TABLE_MIN`` columns where some process's pod is known
+(in a pod the user is most often root, and the pod says whose it is)."""
+
+
 def column_for(key: str) -> Column:
     """The column of a sort key (the first column for one that is not known)."""
-    return next((c for c in (*COLUMNS, MIG_COLUMN, CONTAINER_COLUMN) if c.key == key), COLUMNS[0])
+    columns = (*COLUMNS, MIG_COLUMN, CONTAINER_COLUMN, NARROW_POD_COLUMN)
+    return next((c for c in columns if c.key == key), COLUMNS[0])
 
 
 def any_mig(snap: Snapshot) -> bool:
@@ -79,7 +88,15 @@ def any_container(snap: Snapshot) -> bool:
     return any(h.container is not None and h.container.contained for h in snap.host_processes)
 
 
+def any_pod(snap: Snapshot) -> bool:
+    """Whether some watched process's pod is known by name: the table then shows it (``POD_COLUMN``)."""
+    return any(h.pod is not None for h in snap.host_processes)
+
+
 def container_label(host: HostProcess) -> str | None:
+    """``namespace/pod/container`` where the pod is known by name, else the container's own label."""
+    if host.pod is not None:
+        return host.pod.label
     return None if host.container is None else host.container.label
 
 
@@ -125,7 +142,10 @@ class ProcessRow(NamedTuple):
     mig: str | None = None
     """The MIG instance it runs on (``3g.40gb#1``), several joined by commas in the tree view; None off MIG."""
     container: str | None = None
-    """The container, pod, job or unit it runs in, as ``Container.label`` words it; None in none."""
+    """The container, pod, job or unit it runs in, as ``Container.label`` words it (``Pod.label`` for a pod known
+    by name); None in none."""
+    pod: str | None = None
+    """The name of the Kubernetes pod it runs in, where a source on the node named it."""
     visible: bool = True
     """Whether this PID namespace sees the process: false for NVML's host PIDs in a container without
     ``--pid=host``, which name no process here (or another one), so they are never signalled."""
@@ -222,6 +242,7 @@ _SORT_VALUES: dict[str, Callable[[ProcessRow], Any]] = {
     "command": lambda r: r.command,
     "mig": lambda r: r.mig,
     "container": lambda r: r.container,
+    "pod": lambda r: r.pod,
 }
 
 
@@ -264,6 +285,7 @@ def _gpu_row(snap: Snapshot, p: GpuProcess) -> ProcessRow:
         unavailable=reasons,
         mig=mig_label(snap, p),
         container=container_label(host),
+        pod=None if host.pod is None else host.pod.name,
         visible=host.visible,
     )
 
@@ -301,6 +323,7 @@ def _host_row(snap: Snapshot, host: HostProcess, on_gpus: list[GpuProcess]) -> P
         unavailable=frozen_reasons(reasons),
         mig=",".join(labels) or None,
         container=container_label(host),
+        pod=None if host.pod is None else host.pod.name,
         visible=host.visible,
     )
 

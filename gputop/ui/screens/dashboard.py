@@ -21,6 +21,7 @@ from gputop.ui.process_rows import (
     ViewOptions,
     any_container,
     any_mig,
+    any_pod,
     build_rows,
     column_for,
     flat_rows,
@@ -251,7 +252,7 @@ class DashboardScreen(InGputopApp, Screen[None]):
             flat = self._flat[1]
         rows = build_rows(snap, self.options, flat)
         table = self.query_one(ProcessTable)
-        table.show(rows, any_mig(snap), any_container(snap))
+        table.show(rows, any_mig(snap), any_container(snap), any_pod(snap))
         column = column_for(self.options.sort_key)
         table.sort = (column.key, column.descending != self.options.reverse)
         set_border_title(table, options_summary(self.options, len(rows)))  # holds the filter's text

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_percent
-from gputop.model import HostProcess, Snapshot
+from gputop.model import POD_ORIGIN_WORDS, HostProcess, Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
@@ -66,6 +66,8 @@ def detail_lines(
     lines: list[RenderableType] = [title, started, command]
     if host.container is not None or "container" in host.unavailable:
         lines.append(_container_line(host, p))
+    if host.container is not None and host.container.runtime == "kubernetes":
+        lines.append(_pod_line(host, p))
     lines.append(Text())
 
     gpus = Text("GPUs     ", style=p.label)
@@ -122,6 +124,19 @@ def _container_line(host: HostProcess, p: Palette) -> Text:
         line.append(f"  pod {container.pod_uid}")
     if container.runtime != "cgroup":  # a bare cgroup's label is its path already
         line.append(f"  {container.path}", style=p.dim)
+    return line
+
+
+def _pod_line(host: HostProcess, p: Palette) -> Text:
+    """The pod by name, as the node's pod source names it (the pod's owner chose the names), or why not."""
+    line = Text("Pod      ", style=p.label)
+    pod = host.pod
+    if pod is None:
+        line.append(f"({host.unavailable.get('pod', NA)})", style=p.dim)
+        return line
+    line.append(f"{pod.namespace}/{pod.name}")
+    line.append(f"  container {pod.container or NA}")
+    line.append(f"  (from the {POD_ORIGIN_WORDS[pod.source]})", style=p.dim)
     return line
 
 

@@ -19,7 +19,16 @@ from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gputop.ui.process_rows import COLUMNS, CONTAINER_COLUMN, MIG_COLUMN, WIDE_TABLE_MIN, Column, ProcessRow
+from gputop.ui.process_rows import (
+    COLUMNS,
+    CONTAINER_COLUMN,
+    MIG_COLUMN,
+    NARROW_POD_COLUMN,
+    POD_COLUMN,
+    WIDE_TABLE_MIN,
+    Column,
+    ProcessRow,
+)
 from gputop.ui.text.process_cells import Cell, fit_parts, row_cells
 from gputop.ui.widgets.drawing import CachedComponentStyles
 
@@ -106,6 +115,7 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self._width_cache: tuple[object, list[int]] = (None, [])
         self._mig = False
         self._containers = False
+        self._pods = False
 
     @property
     def row_count(self) -> int:
@@ -136,12 +146,13 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         top = round(self.scroll_y)
         return range(top, top + max(0, self.inner_size.height - 1))
 
-    def show(self, rows: list[ProcessRow], mig: bool = False, containers: bool = False) -> None:
+    def show(self, rows: list[ProcessRow], mig: bool = False, containers: bool = False, pods: bool = False) -> None:
         """Show ``rows`` in this order; only lines whose content changed are repainted. ``mig`` adds the MIG
         column (some GPU is in MIG mode), ``containers`` the CONTAINER column in a wide table (some process runs
-        in a container or a batch job)."""
+        in a container or a batch job), ``pods`` the pod's names (some process's pod is known by name): all three
+        in a wide table, the pod's name in place of the user in a narrow one."""
         selected = self.selected
-        self._mig, self._containers = mig, containers
+        self._mig, self._containers, self._pods = mig, containers, pods
         self._ensure_columns()
         old_rows, old_cells = self._rows, self._cells
         self._rows = rows
@@ -197,8 +208,10 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         columns = tuple(c for c in COLUMNS if wide or not c.wide_only)
         if self._mig:
             columns = (columns[0], MIG_COLUMN, *columns[1:])
-        if self._containers and wide:
-            columns = (*columns[:-1], CONTAINER_COLUMN, columns[-1])
+        if self._pods and not wide:
+            columns = tuple(NARROW_POD_COLUMN if c.key == "user" else c for c in columns)
+        elif self._containers and wide:
+            columns = (*columns[:-1], POD_COLUMN if self._pods else CONTAINER_COLUMN, columns[-1])
         if columns != self._columns:
             self._columns = columns
             self._cells = [None] * len(self._rows)
