@@ -16,7 +16,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from gputop.model import COMPUTE, DRIVER_OK, GPU_ERROR, GPU_OK, DriverInfo, Gpu, GpuProcess, HostInfo, Snapshot
+from gputop.model import (
+    COMPUTE,
+    DRIVER_OK,
+    GPU_ERROR,
+    GPU_OK,
+    THROTTLE_REASONS,
+    DriverInfo,
+    Gpu,
+    GpuProcess,
+    HostInfo,
+    Snapshot,
+)
 from gputop.remote.prometheus.query import Sample
 
 MIB: Final = 1024 * 1024
@@ -93,6 +104,12 @@ HOST_SERIES: Final = (
 PROCESS_MEMORY: Final = "gputop_process_gpu_memory_bytes"
 PROCESS_SM: Final = "gputop_process_sm_ratio"
 ADVICE: Final = "gputop_advice_active"
+THROTTLE: Final = "gputop_gpu_throttle_reason"
+NO_PROCESSES: Final = {
+    "gputop": "no GPU processes exported (gputop export --per-process exports them)",
+    "dcgm-exporter": "dcgm-exporter exports no processes",
+}
+"""Why a host read from Prometheus lists no process: its exporter may simply not export them."""
 
 QUERIES: Final = (
     GPUTOP_SAMPLED,
@@ -105,6 +122,7 @@ QUERIES: Final = (
     PROCESS_MEMORY,
     PROCESS_SM,
     ADVICE,
+    THROTTLE,
 )
 """Every query of a refresh, one per family, all hosts at once."""
 
@@ -203,7 +221,7 @@ def _fill_gpus(
             gpu[series.field] = _value(series, sample.value)
 
 
-def _gpu(index: int, fields: Mapping[str, object], up: float | None) -> Gpu:
+def _gpu(index: int, fields: Mapping[str, object], up: float | None, source: str) -> Gpu:
     def number(key: str) -> float | None:
         value = fields.get(key)
         return float(value) if isinstance(value, (int, float)) else None
@@ -221,6 +239,8 @@ def _gpu(index: int, fields: Mapping[str, object], up: float | None) -> Gpu:
     if total is None and used is not None and free is not None:
         total = used + free  # dcgm-exporter's default counters have no total: what is used and what is free
     lost = up == 0
+    throttle = fields.get("throttle_reasons")
+    reasons = tuple(r for r in THROTTLE_REASONS if r in throttle) if isinstance(throttle, tuple) else None
     return Gpu(
         index,
         text("uuid"),
@@ -238,6 +258,8 @@ def _gpu(index: int, fields: Mapping[str, object], up: float | None) -> Gpu:
         power_limit_w=number("power_limit_w"),
         clock_sm_mhz=integer("clock_sm_mhz"),
         clock_mem_mhz=integer("clock_mem_mhz"),
+        throttle_reasons=reasons,
+        unavailable={"processes": NO_PROCESSES[source]},
     )
 
 
@@ -250,6 +272,12 @@ def _by_host(answers: Answers, query: str) -> dict[str, list[Sample]]:
 
 def _gputop_reading(name: str, host: _Host, answers: Answers) -> Reading:
     ups = {_index(s.labels): s.value for s in _by_host(answers, GPUTOP_UP).get(name, ())}
+    for sample in _by_host(answers, THROTTLE).get(name, ()):
+        index, reason = _index(sample.labels), sample.labels.get("reason")
+        gpu = host.gpus.get(index) if index is not None else None
+        active = gpu.get("throttle_reasons", ()) if gpu is not None else None
+        if gpu is not None and isinstance(active, tuple) and reason in THROTTLE_REASONS:
+            gpu["throttle_reasons"] = (*active, reason) if sample.value == 1 else active
     for index in ups:
         if index is not None and index not in host.gpus and len(host.gpus) < MAX_GPUS_PER_HOST:
             host.gpus[index] = {}
@@ -277,7 +305,7 @@ def _reading(
     processes: tuple[GpuProcess, ...],
     ups: Mapping[int | None, float] | None = None,
 ) -> Reading:
-    gpus = tuple(_gpu(i, host.gpus[i], (ups or {}).get(i)) for i in sorted(host.gpus))
+    gpus = tuple(_gpu(i, host.gpus[i], (ups or {}).get(i), source) for i in sorted(host.gpus))
     snap = Snapshot(host.sampled_at, info, DriverInfo(DRIVER_OK), gpus, processes)
     return Reading(name, snap, source)
 

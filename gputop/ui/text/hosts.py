@@ -290,7 +290,8 @@ def section_lines(
             if more:
                 lines.append(Text(f"… {more} more: ⏎ for all of them", style=p.dim))
         else:
-            lines.append(Text("no GPU processes", style=p.dim))
+            why = {g.unavailable.get("processes") for g in snap.gpus}  # a source that may not report them says so
+            lines.append(Text(why.pop() or "no GPU processes" if len(why) == 1 else "no GPU processes", style=p.dim))
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines
