@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from gputop.remote.hostspec import HostSpec
 from gputop.remote.prometheus.query import (
     MAX_ANSWER_BYTES,
     MAX_LABEL_CHARS,
@@ -24,6 +25,10 @@ from gputop.remote.prometheus.query import (
 from gputop.remote.prometheus.readings import DCGM_SAMPLED, GPUTOP_SAMPLED, QUERIES, read_fleet
 from gputop.remote.prometheus.source import PrometheusFleet
 from gputop.remote.status import STALE, UNREACHABLE
+from gputop.ui.hosts.app import hosts_app
+from gputop.ui.hosts.section import HostSection, HostSummary
+from tests.remote.host_scenes import ScriptedFleet
+from tests.remote.test_hosts_view import lines_of
 
 MIB = 1024**2
 
@@ -251,3 +256,21 @@ def test_prometheus_not_answering_leaves_every_host_unreachable_with_the_reason(
         ("b:1", UNREACHABLE, clock.now + 2),
     }
     assert events[0].status.reason == "cannot reach Prometheus at http://p: Connection refused"
+
+
+async def test_a_host_found_after_the_start_gets_a_section_of_its_own():
+    clock = Clock()
+    source = PrometheusFleet("http://p", lambda expr: [], 1.0, clock)
+    first = source.refresh(answers_at(clock.now, "a:1"))
+    fleet = ScriptedFleet((HostSpec("a:1"),), events=first, now=clock.now)
+    app = hosts_app(fleet, user="alice")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for event in source.refresh(answers_at(clock.now, "a:1", "b:1")):
+            fleet.push(event)
+        await pilot.pause()
+        await pilot.pause()
+
+        sections = app.screen.query(HostSection)
+        assert [s.host_name for s in sections] == ["a:1", "b:1"]
+        assert [line[2:].split()[0] for line in lines_of(app.screen.query_one(HostSummary))[1:]] == ["a:1", "b:1"]
