@@ -23,6 +23,8 @@ class HostsRequest:
     specs: tuple[HostSpec, ...]
     ssh_command: tuple[str, ...] = ("ssh",)
     ssh_options: tuple[str, ...] = ()
+    prometheus: str | None = None
+    """``--prometheus``'s server URL, checked: the hosts are those it holds, not ``specs``."""
 
 
 def ssh_command(text: str | None) -> tuple[str, ...]:

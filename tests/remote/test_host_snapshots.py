@@ -10,7 +10,7 @@ import pytest
 
 from gputop.ui.app import GputopApp
 from gputop.ui.hosts.app import hosts_app
-from tests.remote import host_scenes
+from tests.remote import host_scenes, prometheus_scenes
 from tests.ui.test_snapshots import LARGE, SMALL, two_frames
 
 
@@ -34,3 +34,9 @@ def test_one_host_opened(snap_compare) -> None:
 def test_one_job_on_two_training_nodes(snap_compare) -> None:
     fleet = host_scenes.ScriptedFleet(host_scenes.TWO_NODE_SPECS, events=host_scenes.two_node_events())
     assert snap_compare(hosts_app(fleet, user="alice"), terminal_size=LARGE, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_a_fleet_read_from_prometheus_with_a_stale_host(snap_compare, size: tuple[int, int]) -> None:
+    app = hosts_app(prometheus_scenes.prometheus_fleet(), user="alice")
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)

@@ -104,8 +104,8 @@ class HostsView(Mode):
         opened_changed = False
         for event in batch:
             feed = self.feeds.get(event.name)
-            if feed is None:
-                continue
+            if feed is None:  # a host a discovering source (Prometheus) found after the start
+                feed = self.feeds[event.name] = RemoteFeed(HostSpec(event.name))
             feed.take_event(event)
             opened_changed |= event.name == self.opened and event.snapshot is not None
         paused = self.app.paused
@@ -171,7 +171,11 @@ def run_hosts(request: HostsRequest, interval_s: float, readonly: bool) -> int:
     """Run the multi-host view until the user quits; returns the exit status."""
     from gputop.remote.fleet import Fleet
 
-    fleet = Fleet(request.specs, interval_s, request.ssh_command, request.ssh_options)
+    return run_fleet(Fleet(request.specs, interval_s, request.ssh_command, request.ssh_options), interval_s, readonly)
+
+
+def run_fleet(fleet: HostsSource, interval_s: float, readonly: bool) -> int:
+    """Run the multi-host view over ``fleet`` until the user quits; returns the exit status."""
     app = hosts_app(fleet, interval_s=interval_s, readonly=readonly)
     try:
         app.run()

@@ -93,6 +93,7 @@ class HostsScreen(InGputopApp, Screen[None]):
         app = self.gputop
         now = self.view.clock()
         shown = self.view.hosts_shown()
+        self._add_sections(len(shown))
         rows = TALL_PROCESS_ROWS if self.size.height >= TALL_MIN_HEIGHT else PROCESS_ROWS
         self.query_one(HostSummary).show(shown, now, self.selected)
         self.query_one(HostJobs).show(shown)
@@ -103,6 +104,16 @@ class HostsScreen(InGputopApp, Screen[None]):
         clock = StatusView().clock if not times else fmt_clock(max(times))
         bar = self.query_one(StatusBar)
         bar.view = StatusView(hostname=words, clock=clock, interval_s=app.interval_s, paused=app.paused)
+
+    def _add_sections(self, count: int) -> None:
+        """A section for each host found since the screen was composed (a discovering source's)."""
+        have = len(self.query(HostSection))
+        if count > have:
+            names = list(self.view.feeds)
+            self.query_one("#host-sections", VerticalScroll).mount_all(
+                HostSection(index, names[index]) for index in range(have, count)
+            )
+            self.call_after_refresh(self._show)
 
     def watch_selected(self, selected: int) -> None:
         if not self.is_mounted:

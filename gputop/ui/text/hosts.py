@@ -218,6 +218,10 @@ def host_line(name: str, snap: Snapshot, width: int, p: Palette) -> Text:
         cpu_load.append("  load ", style=p.label).append(f"{host.load_average[0]:.2f}")
     memory = Text().append("MEM ", style=p.label)
     memory.append(f"{fmt_bytes(host.memory_used_bytes)} / {fmt_bytes(host.memory_total_bytes)}")
+    if not host.cpu_count:  # an exporter that reports no machine (dcgm-exporter's series): nothing to say
+        cpu = cpu_load = Text()
+    if not host.memory_total_bytes:
+        memory = Text()
     for parts in ((versions, cpu_load), (versions, cpu), (cpu,)):
         line = own.copy()
         for part in (*parts, memory):
@@ -286,7 +290,8 @@ def section_lines(
             if more:
                 lines.append(Text(f"… {more} more: ⏎ for all of them", style=p.dim))
         else:
-            lines.append(Text("no GPU processes", style=p.dim))
+            why = {g.unavailable.get("processes") for g in snap.gpus}  # a source that may not report them says so
+            lines.append(Text(why.pop() or "no GPU processes" if len(why) == 1 else "no GPU processes", style=p.dim))
     for line in lines:
         line.truncate(width, overflow="ellipsis")
     return lines
