@@ -279,6 +279,11 @@ def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     return None
 
 
+def _sentence(words: str) -> str:
+    """``words`` as a sentence of its own: a capital first letter (the rest as written: GPU stays GPU), a stop."""
+    return words[:1].upper() + words[1:] + ". "
+
+
 def gpu_unhealthy(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     """A GPU the process holds is warn or critical by its health (``gputop.health``): its Xids, ECC, remapped rows,
     retired pages or PCIe replays. The finding names the worst cause; an Xid, with what it means and what to do."""
@@ -294,7 +299,7 @@ def gpu_unhealthy(w: JobWindow, config: AdvisorConfig) -> Finding | None:
             title=f"GPU {gpu.index} is {'failing' if critical else 'unwell'}: {what}",
             detail="; ".join(health.causes),
             action=(
-                (describe(last.xid).action.capitalize() + ". " if last else "")
+                (_sentence(describe(last.xid).action) if last else "")
                 + "`gputop doctor` lists every health reading of the GPU; the kernel log (dmesg | grep -i xid) has "
                 "the driver's own words. A job on a GPU that needs a reset loses its work at the reset: checkpoint."
             ),

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gputop.collect.nvml.errors import call, nvml_code, reason_of
+from gputop.collect.nvml.errors import GpuLost, call, nvml_code, reason_of
 from gputop.collect.nvml.slot import GpuSlot
 from gputop.health import judged
 from gputop.model import MEASURING, NOT_IN_DRIVER, UNSUPPORTED, GpuHealth, ViolationPolicy, XidCount, frozen_reasons
@@ -73,13 +73,14 @@ class XidWatcher:
             if slot.handle is None:
                 self._reasons[slot.index] = slot.lost_reason or "GPU unavailable"
                 continue
-            supported, why = call({}, "event_types", pynvml.nvmlDeviceGetSupportedEventTypes, slot.handle)
-            if supported is not None and not int(supported) & XID_EVENT:
-                self._reasons[slot.index] = UNSUPPORTED
-                continue
-            _, why = call(
-                {}, "register_events", pynvml.nvmlDeviceRegisterEvents, slot.handle, XID_EVENT, self._event_set
-            )
+            try:
+                supported, why = call({}, "event_types", pynvml.nvmlDeviceGetSupportedEventTypes, slot.handle)
+                if supported is not None and not int(supported) & XID_EVENT:
+                    self._reasons[slot.index] = UNSUPPORTED
+                    continue
+                _, why = call({}, "register", pynvml.nvmlDeviceRegisterEvents, slot.handle, XID_EVENT, self._event_set)
+            except GpuLost as lost:  # the tick finds it lost too, and shows it so
+                why = lost.reason
             if why is not None:
                 self._reasons[slot.index] = why
                 continue
