@@ -188,6 +188,61 @@ GPM_PROFILE_FIELDS = (
 document, and all added after recordings were first made."""
 
 
+HealthState = Literal["ok", "warn", "critical"]
+"""A GPU's health (``gputop.health``): ``warn`` asks for attention (a reset when convenient, an application's own
+fault, pages or rows waiting for a reset), ``critical`` for the GPU to be drained and reset or serviced."""
+HEALTH_OK: Final = "ok"
+HEALTH_WARN: Final = "warn"
+HEALTH_CRITICAL: Final = "critical"
+
+ViolationPolicy = Literal["power", "thermal", "sync_boost", "board_limit", "low_utilization", "reliability"]
+"""NVML's perf policies 0-5 (``nvmlDeviceGetViolationStatus``): what held the clocks below application clocks."""
+
+
+@dataclass(frozen=True, slots=True)
+class XidCount:
+    """How many times one Xid (an error the driver reported, NVIDIA's Xid catalogue) came from a GPU while gputop
+    watched, and when the last one came (seconds since the epoch)."""
+
+    xid: int
+    count: int
+    last_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHealth:
+    """One GPU's health readings and the state judged from them (``gputop.health``). Counters the GPU or driver
+    does not have are None with the reason in ``unavailable`` (remapped rows exist on Ampere and later data-centre
+    GPUs, retired pages on GPUs that retire pages), never 0."""
+
+    state: HealthState = HEALTH_OK
+    causes: tuple[str, ...] = ()
+    """Why the state is not ok, worst first, each a sentence naming what was seen and what to do."""
+    xids: tuple[XidCount, ...] = ()
+    """Xids seen since gputop started watching the GPU's events, in the order they first came."""
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    """A row remapping waits for the GPU's reset to take effect."""
+    remapped_rows_failed: bool | None = None
+    """A row could not be remapped: the GPU needs servicing."""
+    retired_pages_single_bit: int | None = None
+    retired_pages_double_bit: int | None = None
+    retired_pages_pending: bool | None = None
+    """A page waits for the driver's reload (or a reboot) to be retired."""
+    pcie_replays: int | None = None
+    """PCIe replays since the driver was loaded (``nvmlDeviceGetPcieReplayCounter``)."""
+    pcie_replays_per_min: float | None = None
+    """The replay counter's rate over the last interval."""
+    violation_s: tuple[tuple[ViolationPolicy, float], ...] = ()
+    """Seconds the clocks were held below application clocks, per perf policy, since the driver was loaded."""
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def last_xid(self) -> XidCount | None:
+        return max(self.xids, key=lambda x: x.last_time) if self.xids else None
+
+
 @dataclass(frozen=True, slots=True)
 class Gpu:
     """One GPU at one moment.
@@ -254,6 +309,9 @@ class Gpu:
     energy_j: float | None = None
     """NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta and newer): joules since the
     driver was loaded. A counter, not a reading: energy over an interval is the difference of two of them."""
+    health: GpuHealth | None = None
+    """Xid errors, remapped rows, retired pages, PCIe replays and time under each clock limit, with the state
+    judged from them; None where the GPU could not be read, or in a recording made before gputop judged health."""
 
     @property
     def memory_used_fraction(self) -> float | None:

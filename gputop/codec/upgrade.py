@@ -29,6 +29,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "pcie_link_width_max",
         *GPM_PROFILE_FIELDS,
         "energy_j",
+        "health",
     ),
     HostProcess: ("container", "pod"),
     LoaderView: ("created_at", "worker_batch_s"),

@@ -24,6 +24,9 @@ from gputop.breakdown import device_memory
 # Every clock-event (throttle) reason of the model is exported as 0 or 1.
 from gputop.model import (
     GPU_OK,
+    HEALTH_CRITICAL,
+    HEALTH_OK,
+    HEALTH_WARN,
     MIG_ENABLED,
     THROTTLE_REASONS,
     Advice,
@@ -200,6 +203,7 @@ PROCESS_GAUGES: tuple[tuple[str, str, Callable[[GpuProcess], Number]], ...] = (
 def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]:
     """Every metric family of one snapshot. Families without a sample are left out."""
     families = [*driver_families(snap.driver), *gpu_families(snap.gpus), *mig_families(snap.gpus)]
+    families += health_families(snap.gpus)
     families += host_families(snap.host)
     families.append(torch_memory_family(snap.training, per_process))
     families += training_families(snap.training, per_process)
@@ -372,6 +376,86 @@ def gpu_families(gpus: Sequence[Gpu]) -> list[Metric]:
                 counter.add_metric(gpu_labels(g), count)
         families.append(counter)
     return families
+
+
+# -- GPU health (gputop.health): the state, and the counters it is judged from -----------------------------------
+
+HEALTH_VALUES = {HEALTH_OK: 0, HEALTH_WARN: 1, HEALTH_CRITICAL: 2}
+
+
+def health_families(gpus: Sequence[Gpu]) -> list[Metric]:
+    """``gputop_gpu_health`` (0 ok, 1 warn, 2 critical), Xids by number, remapped rows, retired pages, PCIe replays
+    and time under each clock limit. A counter the GPU does not have has no sample."""
+    judged = [(gpu_labels(g), g.health) for g in gpus if g.health is not None]
+    state = GaugeMetricFamily(
+        "gputop_gpu_health", "The GPU's health: 0 ok, 1 warn, 2 critical (docs/health.md).", labels=GPU_LABELS
+    )
+    xids = CounterMetricFamily(
+        "gputop_gpu_xid_errors", "Xid errors the GPU reported while gputop watched.", labels=(*GPU_LABELS, "xid")
+    )
+    replays = CounterMetricFamily(
+        "gputop_gpu_pcie_replays", "PCIe replays since the driver was loaded.", labels=GPU_LABELS
+    )
+    limited = CounterMetricFamily(
+        "gputop_gpu_clock_limit_seconds",
+        "Time the clocks were held below application clocks, per NVML perf policy, since the driver was loaded.",
+        labels=(*GPU_LABELS, "policy"),
+    )
+    for labels, h in judged:
+        state.add_metric(labels, HEALTH_VALUES[h.state])
+        for seen in h.xids:
+            xids.add_metric([*labels, str(seen.xid)], seen.count)
+        if h.pcie_replays is not None:
+            replays.add_metric(labels, h.pcie_replays)
+        for policy, seconds in h.violation_s:
+            limited.add_metric([*labels, policy], seconds)
+    rows = _gauge(
+        "gputop_gpu_remapped_rows",
+        "Memory rows remapped, by the kind of error that caused it (Ampere and later data-centre GPUs).",
+        (*GPU_LABELS, "kind"),
+        (
+            pair
+            for labels, h in judged
+            for pair in (
+                ([*labels, "correctable"], h.remapped_rows_correctable),
+                ([*labels, "uncorrectable"], h.remapped_rows_uncorrectable),
+            )
+        ),
+    )
+    pages = _gauge(
+        "gputop_gpu_retired_pages",
+        "Memory pages retired, by cause (GPUs that retire pages).",
+        (*GPU_LABELS, "cause"),
+        (
+            pair
+            for labels, h in judged
+            for pair in (
+                ([*labels, "single_bit"], h.retired_pages_single_bit),
+                ([*labels, "double_bit"], h.retired_pages_double_bit),
+            )
+        ),
+    )
+    flags = [
+        _gauge(name, help_text, GPU_LABELS, ((labels, None if v is None else int(v)) for labels, v in values))
+        for name, help_text, values in (
+            (
+                "gputop_gpu_remapped_rows_pending",
+                "Whether a row remapping waits for a GPU reset (1) or not (0).",
+                [(labels, h.remapped_rows_pending) for labels, h in judged],
+            ),
+            (
+                "gputop_gpu_remapped_rows_failed",
+                "Whether a row remapping failed (1): the GPU needs servicing.",
+                [(labels, h.remapped_rows_failed) for labels, h in judged],
+            ),
+            (
+                "gputop_gpu_retired_pages_pending",
+                "Whether a page waits to be retired at the next driver reload (1) or not (0).",
+                [(labels, h.retired_pages_pending) for labels, h in judged],
+            ),
+        )
+    ]
+    return [state, xids, rows, *flags, pages, replays, limited]
 
 
 def mig_labels(gpu: Gpu, instance: MigInstance) -> list[str]:

@@ -98,6 +98,10 @@ class CapturedProcess:
 class CapturedGpu:
     values: dict[str, Any]  # gputop JSON key -> value; None where the capture says N/A
     architecture: str | None = None
+    row_remapping: bool = False  # <remapped_rows> has counts (not N/A): the GPU answers nvmlDeviceGetRemappedRows
+    page_retirement: bool = False  # <retired_pages> has counts: it answers nvmlDeviceGetRetiredPages
+    pcie_replays: int | None = None  # <pci><replay_counter>
+    retired_pages: tuple[int, int] = (0, 0)  # single-bit, double-bit <retired_count>
 
 
 @dataclass
@@ -238,7 +242,17 @@ def _gpu(gpu: ET.Element) -> CapturedGpu:
     }
     if values["memory_total_bytes"] is None or values["memory_used_bytes"] is None:
         raise CaptureError("the fake cannot serve a GPU whose memory is N/A")
-    return CapturedGpu(values=values, architecture=_text(gpu, "product_architecture"))
+    return CapturedGpu(
+        values=values,
+        architecture=_text(gpu, "product_architecture"),
+        row_remapping=_int(_text(gpu, "remapped_rows/remapped_row_corr")) is not None,
+        page_retirement=_int(_text(gpu, "retired_pages/double_bit_retirement/retired_count")) is not None,
+        pcie_replays=_int(_text(gpu, "pci/replay_counter")),
+        retired_pages=(
+            _int(_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")) or 0,
+            _int(_text(gpu, "retired_pages/double_bit_retirement/retired_count")) or 0,
+        ),
+    )
 
 
 def _mig_mode(gpu: ET.Element) -> str | None:
@@ -369,6 +383,11 @@ def _fake_gpu(gpu: CapturedGpu) -> FakeGpu:
         mig_supported=v["mig_mode"] is not None,
         mig_mode=v["mig_mode"] == "enabled",
         mig=[_fake_mig(d, v["uuid"]) for d in v["mig"]],
+        row_remapping=gpu.row_remapping,
+        page_retirement=gpu.page_retirement,
+        pcie_replays=gpu.pcie_replays or 0,
+        retired_single_bit=gpu.retired_pages[0],
+        retired_double_bit=gpu.retired_pages[1],
         errors=errors,
     )
 

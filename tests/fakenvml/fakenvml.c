@@ -138,7 +138,19 @@
     X(nvmlDeviceGetComputeInstanceId)                                                            \
     X(nvmlDeviceGetAttributes)                                                                   \
     X(nvmlDeviceGetAttributes_v2)                                                                \
-    X(nvmlGpmMigSampleGet)
+    X(nvmlGpmMigSampleGet)                                                                       \
+    X(nvmlDeviceGetRemappedRows)                                                                 \
+    X(nvmlDeviceGetRetiredPages)                                                                 \
+    X(nvmlDeviceGetRetiredPages_v2)                                                              \
+    X(nvmlDeviceGetRetiredPagesPendingStatus)                                                    \
+    X(nvmlDeviceGetPcieReplayCounter)                                                            \
+    X(nvmlDeviceGetViolationStatus)                                                              \
+    X(nvmlDeviceGetSupportedEventTypes)                                                          \
+    X(nvmlEventSetCreate)                                                                        \
+    X(nvmlDeviceRegisterEvents)                                                                  \
+    X(nvmlEventSetWait)                                                                          \
+    X(nvmlEventSetWait_v2)                                                                       \
+    X(nvmlEventSetFree)
 
 typedef enum {
 #define X(name) F_##name,
@@ -308,6 +320,21 @@ typedef struct {
     size_t mig_count, mig_capacity;
     mig_process_t *mig_processes;
     size_t mig_process_count, mig_process_capacity;
+    /* Health. Row remapping (Ampere and later data-centre GPUs) and dynamic page retirement (Kepler to Volta
+     * Tesla/Quadro with ECC; HBM GPUs with row remapping answer NOT_SUPPORTED for it) are each answered only where
+     * the GPU has them, as real drivers do. */
+    unsigned int row_remapping;
+    unsigned int remapped_correctable, remapped_uncorrectable, remapped_pending, remapped_failed;
+    unsigned int page_retirement;
+    unsigned int retired_single_bit, retired_double_bit, retired_pending;
+    unsigned int pcie_replays;
+    /* nvmlDeviceGetViolationStatus: ns below application clocks per perf policy 0-5 (POWER ... RELIABILITY) */
+    unsigned long long violation_power_ns, violation_thermal_ns, violation_sync_boost_ns;
+    unsigned long long violation_board_limit_ns, violation_low_utilization_ns, violation_reliability_ns;
+    unsigned long long event_types; /* nvmlDeviceGetSupportedEventTypes; 0xff9f on the captured H100 */
+    /* The Xids that happened, oldest first: an event set registered for them gets those after its registration. */
+    unsigned int *xids;
+    size_t xid_count, xid_capacity;
 } gpu_t;
 
 typedef struct {
@@ -379,6 +406,23 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(gpm_pcie_rx_mib, T_DOUBLE),
     GPU_FIELD(gpm_nvlink_tx_mib, T_DOUBLE),
     GPU_FIELD(gpm_nvlink_rx_mib, T_DOUBLE),
+    GPU_FIELD(row_remapping, T_UINT),
+    GPU_FIELD(remapped_correctable, T_UINT),
+    GPU_FIELD(remapped_uncorrectable, T_UINT),
+    GPU_FIELD(remapped_pending, T_UINT),
+    GPU_FIELD(remapped_failed, T_UINT),
+    GPU_FIELD(page_retirement, T_UINT),
+    GPU_FIELD(retired_single_bit, T_UINT),
+    GPU_FIELD(retired_double_bit, T_UINT),
+    GPU_FIELD(retired_pending, T_UINT),
+    GPU_FIELD(pcie_replays, T_UINT),
+    GPU_FIELD(violation_power_ns, T_ULL),
+    GPU_FIELD(violation_thermal_ns, T_ULL),
+    GPU_FIELD(violation_sync_boost_ns, T_ULL),
+    GPU_FIELD(violation_board_limit_ns, T_ULL),
+    GPU_FIELD(violation_low_utilization_ns, T_ULL),
+    GPU_FIELD(violation_reliability_ns, T_ULL),
+    GPU_FIELD(event_types, T_ULL),
 };
 
 #define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
@@ -450,6 +494,8 @@ static void gpu_defaults(gpu_t *g)
     g->mig_supported = 1;
     g->mig_max_devices = 7;
     g->multiprocessor_count = 132;
+    g->row_remapping = 1;
+    g->event_types = 0xff9fULL;
 }
 
 static void state_free(state_t *s)
@@ -460,6 +506,7 @@ static void state_free(state_t *s)
         free(s->gpus[i].errors.items);
         free(s->gpus[i].migs);
         free(s->gpus[i].mig_processes);
+        free(s->gpus[i].xids);
     }
     free(s->errors.items);
     memset(s, 0, sizeof(*s));
@@ -652,6 +699,21 @@ static void parse_mig_process_line(const parse_ctx_t *ctx, char *value, gpu_t *g
     items[g->mig_process_count++] = p;
 }
 
+static void parse_xid_line(const parse_ctx_t *ctx, char *value, gpu_t *g)
+{
+    unsigned int xid;
+    if (!parse_uint(value, &xid)) {
+        warn(ctx, "bad xid line", value);
+        return;
+    }
+    unsigned int *items = grow(g->xids, &g->xid_capacity, g->xid_count + 1, sizeof(*items));
+    if (items == NULL) {
+        return;
+    }
+    g->xids = items;
+    items[g->xid_count++] = xid;
+}
+
 static void parse_gpu_field(const parse_ctx_t *ctx, const char *key, const char *value, gpu_t *g)
 {
     for (size_t i = 0; i < GPU_FIELD_COUNT; i++) {
@@ -724,6 +786,8 @@ static void parse_line(const parse_ctx_t *ctx, char *line, state_t *s, gpu_t **c
         parse_mig_line(ctx, value, g);
     } else if (g != NULL && strcmp(key, "mig_process") == 0) {
         parse_mig_process_line(ctx, value, g);
+    } else if (g != NULL && strcmp(key, "xid") == 0) {
+        parse_xid_line(ctx, value, g);
     } else if (g != NULL) {
         parse_gpu_field(ctx, key, value, g);
     } else if (strcmp(key, "driver_version") == 0) {
@@ -2369,3 +2433,297 @@ EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuIns
 }
 #endif
 #endif /* FAKENVML_PROFILE >= 450 */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Health: remapped rows, retired pages, PCIe replays, violation time                         */
+/* ------------------------------------------------------------------------------------------ */
+
+#if FAKENVML_PROFILE >= 470
+/* R450 came with the A100 and row remapping; the r470 profile stands for the branches from there. */
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                              unsigned int *isPending, unsigned int *failureOccurred)
+{
+    ENTER(nvmlDeviceGetRemappedRows);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetRemappedRows, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (!g->row_remapping) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    if (corrRows == NULL || uncRows == NULL || isPending == NULL || failureOccurred == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    *corrRows = g->remapped_correctable;
+    *uncRows = g->remapped_uncorrectable;
+    *isPending = g->remapped_pending ? 1 : 0;
+    *failureOccurred = g->remapped_failed ? 1 : 0;
+    RETURN(NVML_SUCCESS);
+}
+#endif
+
+/* Retired pages of one cause: the count, and as many addresses (and timestamps) as fit; made-up addresses one
+ * 4 KiB page apart, double-bit ones above single-bit ones. */
+static nvmlReturn_t retired_pages(fn_id f, nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                  unsigned int *pageCount, unsigned long long *addresses,
+                                  unsigned long long *timestamps)
+{
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(f, device, &g);
+    if (rc != NVML_SUCCESS) {
+        return rc;
+    }
+    if (!g->page_retirement) {
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    if (pageCount == NULL || cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT) {
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    unsigned int have = cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS ? g->retired_single_bit
+                                                                                            : g->retired_double_bit;
+    if (addresses == NULL || *pageCount < have) {
+        *pageCount = have;
+        return have == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    unsigned long long base = cause == NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS ? 0x1000ULL
+                                                                                                 : 0x80000000ULL;
+    for (unsigned int i = 0; i < have; i++) {
+        addresses[i] = base + 0x1000ULL * i;
+        if (timestamps != NULL) {
+            timestamps[i] = 1700000000ULL + i;
+        }
+    }
+    *pageCount = have;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                              unsigned int *pageCount, unsigned long long *addresses)
+{
+    ENTER(nvmlDeviceGetRetiredPages);
+    RETURN(retired_pages(F_nvmlDeviceGetRetiredPages, device, cause, pageCount, addresses, NULL));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                 unsigned int *pageCount, unsigned long long *addresses,
+                                                 unsigned long long *timestamps)
+{
+    ENTER(nvmlDeviceGetRetiredPages_v2);
+    RETURN(retired_pages(F_nvmlDeviceGetRetiredPages_v2, device, cause, pageCount, addresses, timestamps));
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *isPending)
+{
+    ENTER(nvmlDeviceGetRetiredPagesPendingStatus);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetRetiredPagesPendingStatus, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (!g->page_retirement) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    if (isPending == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    *isPending = g->retired_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    RETURN(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
+{
+    ENTER(nvmlDeviceGetPcieReplayCounter);
+    RETURN(get_uint_field(F_nvmlDeviceGetPcieReplayCounter, device, value, offsetof(gpu_t, pcie_replays)));
+}
+
+/* Policies 0-5 answer; 6 and 7 answered INVALID_ARGUMENT on the real H100 with R580
+ * (tests/data/captures/h100-80gb-hbm3-r580-health.nvml.json), and so does anything else here. */
+EXPORT nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
+                                                 nvmlViolationTime_t *violTime)
+{
+    ENTER(nvmlDeviceGetViolationStatus);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetViolationStatus, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    const unsigned long long by_policy[] = {
+        g->violation_power_ns,      g->violation_thermal_ns,         g->violation_sync_boost_ns,
+        g->violation_board_limit_ns, g->violation_low_utilization_ns, g->violation_reliability_ns,
+    };
+    if (violTime == NULL || (unsigned int)perfPolicyType >= sizeof(by_policy) / sizeof(by_policy[0])) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    violTime->referenceTime = (unsigned long long)(now_ns(CLOCK_REALTIME) / 1000);
+    violTime->violationTime = by_policy[perfPolicyType];
+    RETURN(NVML_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Events: Xids from the state file's "xid" lines                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+#define MAX_EVENT_SETS 16
+#define EVENT_POLL_NS 5000000LL /* how often a wait looks at the state file again */
+
+/* An event set is an address in this array; what each GPU has registered, and how many of its Xids were there
+ * already or have been delivered. */
+struct nvmlEventSet_st {
+    unsigned int in_use;
+    unsigned long long types[MAX_GPUS];
+    size_t seen[MAX_GPUS];
+};
+static struct nvmlEventSet_st g_event_sets[MAX_EVENT_SETS];
+
+static struct nvmlEventSet_st *event_set(nvmlEventSet_t set)
+{
+    uintptr_t base = (uintptr_t)&g_event_sets[0];
+    uintptr_t p = (uintptr_t)set;
+    if (set == NULL || p < base || p >= base + sizeof(g_event_sets) || (p - base) % sizeof(g_event_sets[0])) {
+        return NULL;
+    }
+    return set->in_use ? set : NULL;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
+{
+    ENTER(nvmlDeviceGetSupportedEventTypes);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetSupportedEventTypes, device, &g);
+    if (rc == NVML_SUCCESS) {
+        if (eventTypes == NULL) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            *eventTypes = g->event_types;
+        }
+    }
+    RETURN(rc);
+}
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    ENTER(nvmlEventSetCreate);
+    nvmlReturn_t rc = begin_system(F_nvmlEventSetCreate);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (set == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    for (int i = 0; i < MAX_EVENT_SETS; i++) {
+        if (!g_event_sets[i].in_use) {
+            memset(&g_event_sets[i], 0, sizeof(g_event_sets[i]));
+            g_event_sets[i].in_use = 1;
+            *set = &g_event_sets[i];
+            RETURN(NVML_SUCCESS);
+        }
+    }
+    RETURN(NVML_ERROR_MEMORY);
+}
+
+/* Real drivers refuse the whole registration when one type is not supported on the GPU. */
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
+{
+    ENTER(nvmlDeviceRegisterEvents);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceRegisterEvents, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    struct nvmlEventSet_st *s = event_set(set);
+    if (s == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    if ((eventTypes & ~g->event_types) != 0) {
+        RETURN(NVML_ERROR_NOT_SUPPORTED);
+    }
+    size_t index = (size_t)(g - g_state.gpus);
+    if (s->types[index] == 0) {
+        s->seen[index] = g->xid_count; /* only Xids after the registration are delivered */
+    }
+    s->types[index] |= eventTypes;
+    RETURN(NVML_SUCCESS);
+}
+
+/* The next Xid not yet delivered on a GPU registered for Xids, or 0 when there is none. */
+static int next_xid(struct nvmlEventSet_st *s, nvmlEventData_t *data, int with_instances)
+{
+    for (unsigned int i = 0; i < g_state.gpu_count; i++) {
+        gpu_t *g = &g_state.gpus[i];
+        if (!(s->types[i] & nvmlEventTypeXidCriticalError)) {
+            continue;
+        }
+        if (s->seen[i] > g->xid_count) {
+            s->seen[i] = g->xid_count; /* the state was rewritten with fewer */
+        }
+        if (s->seen[i] < g->xid_count) {
+            data->device = &g_handles[i];
+            data->eventType = nvmlEventTypeXidCriticalError;
+            data->eventData = g->xids[s->seen[i]++];
+            if (with_instances) {
+                data->gpuInstanceId = NO_INSTANCE;
+                data->computeInstanceId = NO_INSTANCE;
+            }
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Waits up to timeoutms for an event, letting go of the lock between looks, so other calls (from other threads,
+ * as the real library allows) go on meanwhile; nothing within the time is TIMEOUT. */
+static nvmlReturn_t event_wait(fn_id f, nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms,
+                               int with_instances)
+{
+    long long deadline = now_ns(CLOCK_MONOTONIC) + (long long)timeoutms * 1000000LL;
+    for (;;) {
+        pthread_mutex_lock(&g_lock);
+        call_counts[f]++;
+        refresh_state();
+        nvmlReturn_t rc = begin_system(f);
+        struct nvmlEventSet_st *s = event_set(set);
+        if (rc == NVML_SUCCESS && (s == NULL || data == NULL)) {
+            rc = NVML_ERROR_INVALID_ARGUMENT;
+        }
+        if (rc == NVML_SUCCESS && !next_xid(s, data, with_instances)) {
+            rc = NVML_ERROR_TIMEOUT;
+        }
+        pthread_mutex_unlock(&g_lock);
+        long long now = now_ns(CLOCK_MONOTONIC);
+        if (rc != NVML_ERROR_TIMEOUT || now >= deadline) {
+            return rc;
+        }
+        long long pause = deadline - now < EVENT_POLL_NS ? deadline - now : EVENT_POLL_NS;
+        struct timespec ts = {(time_t)(pause / 1000000000LL), (long)(pause % 1000000000LL)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The legacy wait: its struct had no instance ids. */
+EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    return event_wait(F_nvmlEventSetWait, set, data, timeoutms, 0);
+}
+
+#if FAKENVML_PROFILE >= 470
+/* _v2 came with MIG (R450): the instance ids an Xid is attributed to. */
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    return event_wait(F_nvmlEventSetWait_v2, set, data, timeoutms, 1);
+}
+#endif
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    ENTER(nvmlEventSetFree);
+    nvmlReturn_t rc = begin_system(F_nvmlEventSetFree);
+    struct nvmlEventSet_st *s = event_set(set);
+    if (rc == NVML_SUCCESS && s == NULL) {
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (rc == NVML_SUCCESS) {
+        memset(s, 0, sizeof(*s));
+    }
+    RETURN(rc);
+}

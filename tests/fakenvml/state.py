@@ -167,6 +167,28 @@ class FakeGpu:
     gpm_nvlink_rx_mib: float = 0.0
     mig: list[FakeMigInstance] = field(default_factory=list)
     architecture: int = 9  # nvmlDeviceGetArchitecture (R450+): 6 Turing, 7 Ampere, 8 Ada, 9 Hopper, 10 Blackwell
+    # Health, as the captured H100 answered (tests/data/captures/h100-80gb-hbm3-r580-health.nvml.json): row
+    # remapping on (Ampere and later data-centre GPUs), page retirement NOT_SUPPORTED (HBM GPUs remap rows instead;
+    # Kepler to Volta Tesla/Quadro with ECC retire pages, and have no row remapping).
+    row_remapping: bool = True
+    remapped_correctable: int = 0
+    remapped_uncorrectable: int = 0
+    remapped_pending: bool = False
+    remapped_failed: bool = False
+    page_retirement: bool = False
+    retired_single_bit: int = 0
+    retired_double_bit: int = 0
+    retired_pending: bool = False
+    pcie_replays: int = 0
+    # nvmlDeviceGetViolationStatus, ns below application clocks per perf policy 0-5
+    violation_power_ns: int = 0
+    violation_thermal_ns: int = 0
+    violation_sync_boost_ns: int = 0
+    violation_board_limit_ns: int = 0
+    violation_low_utilization_ns: int = 0
+    violation_reliability_ns: int = 0
+    event_types: int = 0xFF9F  # nvmlDeviceGetSupportedEventTypes on the captured H100
+    xids: list[int] = field(default_factory=list)  # Xids that happened, oldest first: each is one event
 
 
 @dataclass
@@ -198,7 +220,17 @@ _FLOAT_FIELDS = (
     "gpm_nvlink_tx_mib",
     "gpm_nvlink_rx_mib",
 )
-_BOOL_FIELDS = ("gpm_supported", "ecc_mode", "mig_supported", "mig_mode")
+_BOOL_FIELDS = (
+    "gpm_supported",
+    "ecc_mode",
+    "mig_supported",
+    "mig_mode",
+    "row_remapping",
+    "remapped_pending",
+    "remapped_failed",
+    "page_retirement",
+    "retired_pending",
+)
 _U64_FIELDS = (
     "memory_total",
     "memory_reserved",
@@ -206,8 +238,15 @@ _U64_FIELDS = (
     "clocks_event_reasons",
     "ecc_uncorrected_volatile",
     "energy_mj",
+    "violation_power_ns",
+    "violation_thermal_ns",
+    "violation_sync_boost_ns",
+    "violation_board_limit_ns",
+    "violation_low_utilization_ns",
+    "violation_reliability_ns",
+    "event_types",
 )
-_LIST_FIELDS = ("processes", "samples", "errors", "mig")
+_LIST_FIELDS = ("processes", "samples", "errors", "mig", "xids")
 
 
 def _text(value: object, what: str) -> str:
@@ -292,6 +331,7 @@ def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
             *(_uint(getattr(s, k), f"{what}.{k}", _U32) for k in ("sm", "mem", "enc", "dec")),
         ]
         lines.append("sample " + " ".join(numbers))
+    lines.extend(f"xid {_uint(x, f'{where}.xids[{i}]', _U32)}" for i, x in enumerate(gpu.xids))
     lines.extend(_error_lines(gpu.errors, f"{where}.errors"))
     lines.extend(_mig_lines(where, gpu))
     return lines

@@ -462,12 +462,25 @@ MIG_COMMON = (
     "nvmlDeviceGetAttributes_v2",
 )
 """MIG came with R450: every profile from r470 has it."""
-R450_ADDITIONS = ("nvmlDeviceGetArchitecture",)
+HEALTH_COMMON = (
+    "nvmlDeviceGetRetiredPages",
+    "nvmlDeviceGetRetiredPages_v2",
+    "nvmlDeviceGetRetiredPagesPendingStatus",
+    "nvmlDeviceGetPcieReplayCounter",
+    "nvmlDeviceGetViolationStatus",
+    "nvmlDeviceGetSupportedEventTypes",
+    "nvmlEventSetCreate",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait",
+    "nvmlEventSetFree",
+)
+"""Health calls older than every profile (the legacy event wait included)."""
+R450_ADDITIONS = ("nvmlDeviceGetArchitecture", "nvmlDeviceGetRemappedRows", "nvmlEventSetWait_v2")
 R535_MIG_ADDITIONS = ("nvmlGpmMigSampleGet",)
-_R470 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + MIG_COMMON + R450_ADDITIONS)
+_R470 = set(COMMON + HOOKS + ECC_MODE_AND_LINK + HEALTH_COMMON + MIG_COMMON + R450_ADDITIONS)
 _R550 = _R470 | set(R535_ADDITIONS + R535_MIG_ADDITIONS + R550_ADDITIONS)
 EXPECTED_SYMBOLS = {
-    "r430": set(COMMON + HOOKS + ECC_MODE_AND_LINK) - set(V2_PROCESSES),
+    "r430": set(COMMON + HOOKS + ECC_MODE_AND_LINK + HEALTH_COMMON) - set(V2_PROCESSES),
     "r470": _R470,
     "r515": _R470 | set(R515_ADDITIONS),
     "r535": _R470 | set(R535_ADDITIONS + R535_MIG_ADDITIONS),

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.rules.base import Finding, Rule
-from gputop.advisor.rules.gpu import cpu_bound_loop, gpu_idle, launch_bound, tensor_cores_idle, throttling
+from gputop.advisor.rules.gpu import (
+    cpu_bound_loop,
+    gpu_idle,
+    gpu_unhealthy,
+    launch_bound,
+    tensor_cores_idle,
+    throttling,
+)
 from gputop.advisor.rules.jobs import JobFinding, JobRule, node_cpu_oversubscribed, rank_imbalance, straggler
 from gputop.advisor.rules.leaks import empty_cache_in_loop, memory_leak
 from gputop.advisor.rules.memory import batch_too_small, fragmentation, memory_near_full
@@ -38,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     Rule("tensor-cores-idle", tensor_cores_idle),
     Rule("gpu-idle", gpu_idle, idle=True, gpu=True),
     Rule("throttling", throttling, gpu=True),
+    Rule("gpu-unhealthy", gpu_unhealthy, gpu=True, at_once=True),
     Rule("worker-memory-growth", worker_memory_growth),
     Rule("cuda-in-worker", cuda_in_worker),
     Rule("hidden-sync", hidden_sync, step=True),

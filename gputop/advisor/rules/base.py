@@ -44,8 +44,13 @@ class Rule:
     step: bool = False
     """Needs the probe's step anatomy: not evaluated for a process until its probe has reported one, so that a
     process without it costs the rule nothing (evaluations, once begun, go on: a finding clears as any other)."""
+    at_once: bool = False
+    """Raised on the first sample its condition holds in, and cleared on the first it does not: for a state the
+    driver judged already (a GPU's health), which a window would only delay."""
 
     def hold_s(self, config: AdvisorConfig) -> float:
+        if self.at_once:
+            return 0.0
         return config.gpu_idle_s if self.idle else config.window_s
 
 

@@ -1,5 +1,5 @@
 """Rules on the GPU and the loop that feeds it: a CPU-bound or launch-bound loop, idle tensor cores, a stalled job,
-throttling."""
+throttling, an unhealthy GPU."""
 
 from __future__ import annotations
 
@@ -12,7 +12,18 @@ from gputop.advisor.rules.base import Finding, pct, recent_window
 from gputop.advisor.samples import JobSample, mean
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
-from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, WARNING, Severity, ThrottleReason
+from gputop.model import (
+    CRITICAL,
+    HEALTH_CRITICAL,
+    HEALTH_OK,
+    INFO,
+    SOURCE_BOTH,
+    SOURCE_EXTERNAL,
+    WARNING,
+    Severity,
+    ThrottleReason,
+)
+from gputop.xids import describe
 
 FP32_ACTIVITY = Reader("fp32_activity_percent", lambda s: mean([g.fp32_activity_percent for g in s.gpus]))
 
@@ -263,6 +274,41 @@ def throttling(w: JobWindow, config: AdvisorConfig) -> Finding | None:
                 "temperature_c": gpu.temperature_c,
                 "power_w": gpu.power_w,
                 "power_limit_w": gpu.power_limit_w,
+            },
+        )
+    return None
+
+
+def _sentence(words: str) -> str:
+    """``words`` as a sentence of its own: a capital first letter (the rest as written: GPU stays GPU), a stop."""
+    return words[:1].upper() + words[1:] + ". "
+
+
+def gpu_unhealthy(w: JobWindow, config: AdvisorConfig) -> Finding | None:
+    """A GPU the process holds is warn or critical by its health (``gputop.health``): its Xids, ECC, remapped rows,
+    retired pages or PCIe replays. The finding names the worst cause; an Xid, with what it means and what to do."""
+    for gpu in w.latest.gpus:
+        health = gpu.health
+        if health is None or health.state == HEALTH_OK:
+            continue
+        last = health.last_xid
+        what = f"Xid {last.xid}, {describe(last.xid).meaning}" if last else (health.causes or ("",))[0]
+        critical = health.state == HEALTH_CRITICAL
+        return Finding(
+            severity=CRITICAL if critical else WARNING,
+            title=f"GPU {gpu.index} is {'failing' if critical else 'unwell'}: {what}",
+            detail="; ".join(health.causes),
+            action=(
+                (_sentence(describe(last.xid).action) if last else "")
+                + "`gputop doctor` lists every health reading of the GPU; the kernel log (dmesg | grep -i xid) has "
+                "the driver's own words. A job on a GPU that needs a reset loses its work at the reset: checkpoint."
+            ),
+            source=SOURCE_EXTERNAL,
+            evidence={
+                "gpu_index": gpu.index,
+                "health": health.state,
+                "xids": tuple(x.xid for x in health.xids),
+                "causes": health.causes,
             },
         )
     return None

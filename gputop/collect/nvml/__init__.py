@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gputop.collect.nvml import device, gpm, mig
+from gputop.collect.nvml import device, gpm, health, mig
 from gputop.collect.nvml.device import CLOCK_EVENT_REASONS, cuda_version_text, decode_clock_reasons
 from gputop.collect.nvml.errors import INIT_REASONS, NO_PYNVML, GpuLost, init_reason, lost_reason, text
 from gputop.collect.nvml.gpm import gpm_support
@@ -79,6 +79,7 @@ class NvmlCollector:
         self._slots: list[GpuSlot] = []
         self._started = False
         self._variants = Variants()
+        self._xids: health.XidWatcher | None = None
         self.notices: list[str] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -116,12 +117,16 @@ class NvmlCollector:
         self._slots = [GpuSlot(index=i) for i in range(count)]
         for slot in self._slots:
             self._open(slot, time.monotonic())
+        self._xids = health.XidWatcher()
+        self._xids.start(self._slots)
         return self.driver
 
     def close(self) -> None:
         """Free GPM samples and shut NVML down."""
         if not self._started or not self.driver.ok:
             return
+        if self._xids is not None:
+            self._xids.close()
         for slot in self._slots:
             gpm.drop(slot)
             mig.close(slot)
@@ -230,6 +235,7 @@ class NvmlCollector:
             gpm.read(slot, put)
         if slow or not slot.slow or (in_mig and not slot.mig_slots):
             device.read_slow(slot)
+            slot.slow["health"] = health.read(slot, self._xids, slot.slow.get("ecc_uncorrected_volatile"))
             found = list_processes(slot, self._variants, in_mig, self.sample_stale_s)
             slot.processes = [bounded(process, INVALID) for process in found]
         for name, value in slot.slow.items():

@@ -58,5 +58,8 @@ class GpuSlot:
     gpm_supported: bool | None = None
     pcie_throughput_at: float | None = None
     """When PCIe throughput was last read (monotonic): each read samples the bus for 20 ms, so it is reused a while."""
+    health_before: tuple[float, int | None, float | None] | None = None
+    """The last health reading's time (epoch seconds), PCIe replay count and thermal violation seconds: the rates
+    are taken over the time since."""
     mig_slots: list[Any] = field(default_factory=list)
     """The GPU's MIG instances (``mig.MigSlot``), found on the slow cadence while it is in MIG mode."""

@@ -13,7 +13,17 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_number, fmt_percent
-from gputop.model import GPU_LOST_STATE, GPU_OK, MEASURING, MIG_ENABLED, Gpu, GpuProcess, MigInstance
+from gputop.model import (
+    GPU_LOST_STATE,
+    GPU_OK,
+    HEALTH_CRITICAL,
+    HEALTH_OK,
+    MEASURING,
+    MIG_ENABLED,
+    Gpu,
+    GpuProcess,
+    MigInstance,
+)
 from gputop.ui.text.bars import fit, meter
 
 THROTTLE_NAMES = {
@@ -68,8 +78,32 @@ class Sparks:
 
 
 def state_label(gpu: Gpu) -> str:
-    """``LOST`` or ``ERROR`` for a GPU that cannot be read, empty for a healthy one."""
-    return "" if gpu.state == GPU_OK else "LOST" if gpu.state == GPU_LOST_STATE else "ERROR"
+    """``LOST`` or ``ERROR`` for a GPU that cannot be read, ``CRITICAL`` or ``WARN`` for one whose health is not ok
+    (``gputop.health``), empty for a healthy one."""
+    if gpu.state != GPU_OK:
+        return "LOST" if gpu.state == GPU_LOST_STATE else "ERROR"
+    return "" if not unhealthy(gpu) else "CRITICAL" if gpu.health and gpu.health.state == HEALTH_CRITICAL else "WARN"
+
+
+def unhealthy(gpu: Gpu) -> bool:
+    """Whether the GPU's health is warn or critical: its card then has a HEALTH line."""
+    return gpu.state == GPU_OK and gpu.health is not None and gpu.health.state != HEALTH_OK
+
+
+def health_line(gpu: Gpu, width: int, p: Palette) -> Text:
+    """``HEALTH Xid 79: GPU has fallen off the bus; drain the node …``: the worst cause, and how many more."""
+    health = gpu.health
+    assert health is not None
+    line = Text(f"{'HLTH':<5}", style=p.label)
+    style = p.crit if health.state == HEALTH_CRITICAL else p.warn
+    more = len(health.causes) - 1
+    tail = f"  (+{more} more: gputop doctor)" if more > 0 else ""
+    first = health.causes[0] if health.causes else health.state
+    room = max(8, width - line.cell_len - len(tail))
+    line.append(fit(first, room).rstrip(), style=style)
+    line.append(tail, style=p.dim)
+    line.truncate(width)
+    return line
 
 
 def throttles(gpu: Gpu) -> list[str]:
@@ -115,9 +149,10 @@ def card_line_count(gpu: Gpu) -> int:
     """How many lines the inside of a GPU's card takes."""
     if gpu.state != GPU_OK:
         return 2
+    health = 1 if unhealthy(gpu) else 0
     if in_mig(gpu):
-        return 3 + len(gpu.mig) + (0 if gpu.mig else 1)
-    return 4 + (1 if _shows_sm_line(gpu) else 0) + (1 if has_real_work(gpu) else 0)
+        return 3 + len(gpu.mig) + (0 if gpu.mig else 1) + health
+    return 4 + (1 if _shows_sm_line(gpu) else 0) + (1 if has_real_work(gpu) else 0) + health
 
 
 def mig_title(gpu: Gpu) -> str:
@@ -217,7 +252,8 @@ def card_lines(gpu: Gpu, sparks: Sparks, width: int, p: Palette, mig_processes: 
         ]
     fraction = gpu.memory_used_fraction
     memory = _memory_info(gpu, p, full=True)
-    lines = [_bar_line("MEM", fraction, _memory_style(fraction, p), memory, sparks.memory, width, p)]
+    lines = [health_line(gpu, width, p)] if unhealthy(gpu) else []
+    lines.append(_bar_line("MEM", fraction, _memory_style(fraction, p), memory, sparks.memory, width, p))
     if in_mig(gpu):
         lines += mig_lines(gpu.mig, mig_processes, width, p)
         if not gpu.mig:
@@ -444,7 +480,12 @@ def compact_line(gpu: Gpu, spark: str, width: int, p: Palette) -> Text:
     line.append_text(_value((NA if gpu.pstate is None else f"P{gpu.pstate}").rjust(4), p))
     slow = throttles(gpu)
     flag = (" ⚠ " + ", ".join(slow) if wide else " ⚠") if slow else ""
-    line.append(fit(flag, flag_width), style=p.warn)
+    flag_style = p.warn
+    if unhealthy(gpu) and gpu.health is not None:
+        last = gpu.health.last_xid
+        flag = f" ✖ {state_label(gpu)}" + (f" Xid {last.xid}" if last else "") if wide else " ✖"
+        flag_style = p.crit if gpu.health.state == HEALTH_CRITICAL else p.warn
+    line.append(fit(flag, flag_width), style=flag_style)
     if spark_cells:
         line.append("  " + spark, style=p.spark)
     line.truncate(width)

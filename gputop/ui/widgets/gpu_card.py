@@ -149,7 +149,7 @@ class GpuCard(CachedComponentStyles, Widget):
         note = subtitle(gpu) if gpu.state == GPU_OK else ""
         set_border_title(self, title)  # the GPU's name comes from the driver, or from a remote host
         set_border_subtitle(self, note)
-        self.set_class(gpu.state != GPU_OK, "-lost")
+        self.set_class(gpu.state != GPU_OK or state_label(gpu) == "CRITICAL", "-lost")
         before = self._strip_cache[1]
         after = self._strips()
         if old is None or len(before) != len(after):
