@@ -17,6 +17,7 @@ from gputop.model import (
     GPM_PROFILE_FIELDS,
     Container,
     Gpu,
+    GpuHealth,
     GpuProcess,
     HostInfo,
     HostProcess,
@@ -161,12 +162,26 @@ def pod_record(pod: Pod | None) -> dict[str, Any] | None:
 
 def gpu_record(g: Gpu) -> dict[str, Any]:
     """One GPU object of schema 1: its keys, ``unavailable``, its MIG mode, GPM's profiling metrics, its energy
-    counter, then its MIG instances."""
+    counter, its health, then its MIG instances."""
     out = _record(g, GPU_KEYS)
     out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
     out.update((key, getattr(g, key)) for key in GPM_PROFILE_FIELDS)
     out.update((key, getattr(g, key)) for key in GPU_ENERGY_KEYS)
+    out["health"] = health_record(g.health)
     out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
+    return out
+
+
+def health_record(health: GpuHealth | None) -> dict[str, Any] | None:
+    """A GPU's ``health`` object (docs/health.md): its state and causes, each Xid seen with its count and last
+    time, the counters, and ``unavailable`` for those the GPU or driver does not have; null where it was not read
+    (the reason under the GPU's ``unavailable``)."""
+    if health is None:
+        return None
+    out = {f.name: _plain(getattr(health, f.name)) for f in dataclasses.fields(health)}
+    out["xids"] = [{"xid": x.xid, "count": x.count, "last_time": x.last_time} for x in health.xids]
+    out["violation_s"] = dict(health.violation_s)
+    out["unavailable"] = dict(health.unavailable)
     return out
 
 
