@@ -12,10 +12,13 @@ from gputop.model import (
     CODE_SITE,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
+    SLURM_JOB_ID_CHARS,
+    SLURM_TEXT_CHARS,
     SYNC_CALL,
     TENSOR_DEVICE,
     Container,
     LoaderView,
+    SlurmJob,
     StepCost,
     SyncSite,
     TensorMemory,
@@ -44,6 +47,13 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
         "name": CONTAINER_NAME_CHARS,
     },
     StepCost: {"precision": 16, "peak_source": 300},
+    SlurmJob: {
+        "id": SLURM_JOB_ID_CHARS,
+        "step": SLURM_TEXT_CHARS,
+        "name": SLURM_TEXT_CHARS,
+        "user": SLURM_TEXT_CHARS,
+        "state": SLURM_TEXT_CHARS,
+    },
 }
 """The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
 written by gputop."""

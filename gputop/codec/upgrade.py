@@ -30,7 +30,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         *GPM_PROFILE_FIELDS,
         "energy_j",
     ),
-    HostProcess: ("container",),
+    HostProcess: ("container", "slurm"),
     LoaderView: ("created_at", "worker_batch_s"),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode

@@ -80,6 +80,9 @@ def any_container(snap: Snapshot) -> bool:
 
 
 def container_label(host: HostProcess) -> str | None:
+    """The container's words, or for a Slurm job its id and name once Slurm has told it (``slurm 123 train``)."""
+    if host.slurm is not None:
+        return host.slurm.label
     return None if host.container is None else host.container.label
 
 
