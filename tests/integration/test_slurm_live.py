@@ -158,8 +158,14 @@ PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP OverSubsc
                 with contextlib.suppress(OSError):
                     os.kill(int(pid), 9)
         for cgroup in cgroups:
-            with contextlib.suppress(OSError):
-                cgroup.rmdir()
+            for _ in range(50):  # a killed process leaves its cgroup a moment after the signal
+                try:
+                    cgroup.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
         shutil.rmtree(root, ignore_errors=True)
 
 
