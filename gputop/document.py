@@ -23,6 +23,7 @@ from gputop.model import (
     HostProcess,
     MigInstance,
     Pod,
+    SlurmJob,
     Snapshot,
     TrainingView,
     Worker,
@@ -85,6 +86,9 @@ CONTAINER_KEYS = ("runtime", "id", "pod_uid", "name", "path")
 whose cgroup could not be read (then with its reason in ``unavailable``)."""
 POD_KEYS = ("namespace", "name", "container", "source")
 """A process row's ``pod`` object (docs/json.md, docs/kubernetes.md)."""
+SLURM_KEYS = ("id", "step", "name", "user", "state", "gpus")
+"""A process row's ``slurm`` object (docs/json.md), after its ``container``: null for a process in no Slurm job;
+each value null where Slurm did not say, with its reason under ``slurm.<key>`` in the row's ``unavailable``."""
 PROCESS_GPU_KEYS = ("pid", "gpu_index", "kind", "gpu_memory_bytes", "sm_percent", "memory_bandwidth_percent")
 PROCESS_HOST_KEYS = ("user", "name", "command", "cpu_percent", "rss_bytes", "start_time", "status", "visible")
 """A process row's keys from its host process, after those from its GPU side."""
@@ -146,7 +150,15 @@ def process_record(p: GpuProcess) -> dict[str, Any]:
     out.update((key, getattr(p, key)) for key in PROCESS_MIG_KEYS)
     out["container"] = container_record(host.container)
     out["pod"] = pod_record(host.pod)
+    out["slurm"] = slurm_record(host.slurm)
+    if host.slurm is not None:
+        out["unavailable"].update((f"slurm.{key}", reason) for key, reason in host.slurm.unavailable.items())
     return out
+
+
+def slurm_record(job: SlurmJob | None) -> dict[str, Any] | None:
+    """A process's Slurm job as schema 1 writes it, its GPUs a list."""
+    return None if job is None else {key: _plain(getattr(job, key)) for key in SLURM_KEYS}
 
 
 def container_record(container: Container | None) -> dict[str, Any] | None:

@@ -432,6 +432,36 @@ class Pod:
         return "/".join(part for part in (self.namespace, self.name, self.container) if part is not None)
 
 
+SLURM_JOB_ID_CHARS = 32
+"""The longest Slurm job id kept: a job id is a 32-bit number, an array task ``<job>_<task>``, a het job's
+``<job>+<offset>``."""
+SLURM_TEXT_CHARS = 256
+"""The longest job name, user name, step name or state kept (Slurm itself allows job names of any length)."""
+SLURM_MAX_GPUS = 1024
+"""The most GPU indices kept for one job on one node: far more than any node has."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    """The Slurm job a process runs in: ``id`` and ``step`` (``0``, ``batch``, ``extern``, ``interactive``) from its
+    cgroup; the job's ``name``, ``user``, ``state`` and the node's GPU indices it holds (``gpus``, from the
+    ``IDX`` of ``scontrol -d``'s ``GRES``) from Slurm, each None with its reason in ``unavailable`` where Slurm
+    did not say (no ``scontrol`` here, the controller not answering, a job with no GPUs)."""
+
+    id: str
+    step: str | None = None
+    name: str | None = None
+    user: str | None = None
+    state: str | None = None
+    gpus: tuple[int, ...] | None = None
+    unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def label(self) -> str:
+        """A few words for a table cell: ``slurm 123 train``, or ``slurm job 123`` while its name is not known."""
+        return f"slurm {self.id} {self.name}" if self.name else f"slurm job {self.id}"
+
+
 @dataclass(frozen=True, slots=True)
 class HostProcess:
     """A host process that gputop watches: a GPU process, one of its ancestors or descendants, or the focus.
@@ -460,6 +490,9 @@ class HostProcess:
     """The Kubernetes pod and container by name, for a process whose cgroup names a pod (``container.pod_uid``);
     None with its reason in ``unavailable`` (key ``pod``) where no source on the node told them, None with no
     reason for a process in no pod."""
+    slurm: SlurmJob | None = None
+    """The Slurm job it runs in (its cgroup names one): the job and step from the cgroup, the job's name, user and
+    GPUs from ``scontrol``; None for a process in no Slurm job."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,15 @@ def job_id(text: str) -> str:
     return text
 
 
+def slurm_job_id(text: str) -> str:
+    """A Slurm job id: a number, an array task ``<job>_<task>`` or a het job component ``<job>+<offset>``."""
+    from gputop.collect.slurm import valid_job_id
+
+    if not valid_job_id(text):
+        raise argparse.ArgumentTypeError(f"not a Slurm job id (a number, 123_4 or 123+1): {text!r}")
+    return text
+
+
 pid = positive_int(f"a process id (1 to {MAX_PID})", MAX_PID)
 count = positive_int("a count of 1 or more", 1_000_000_000)
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import shutil
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gputop.cli import args as checks
-from gputop.cli.console import needs_textual
+from gputop.cli.console import error, needs_textual
 from gputop.limits import MIN_INTERVAL_S
 
 if TYPE_CHECKING:
+    from gputop.collect.slurm_allocation import Allocation
     from gputop.model import Snapshot
 
 
@@ -26,6 +29,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--job", type=checks.job_id, metavar="ID", help="open the dashboard on one training job's ranks (its job view)"
     )
     parser.add_argument("--readonly", action="store_true", help="never send signals to processes")
+    parser.add_argument(
+        "--slurm-job",
+        type=checks.slurm_job_id,
+        metavar="ID",
+        help="show this Slurm job's GPUs first (inside an allocation, SLURM_JOB_ID's are)",
+    )
 
 
 def check(args: argparse.Namespace) -> None:
@@ -36,12 +45,30 @@ def check(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:
+        allocation = slurm_allocation(getattr(args, "slurm_job", None))
+    except checks.UsageError as exc:
+        return error(str(exc))
     if args.once or args.json:
-        return once(args.json, args.pid)
-    return dashboard(args.interval, args.pid, args.readonly, args.job)
+        return once(args.json, args.pid, allocation)
+    return dashboard(args.interval, args.pid, args.readonly, args.job, allocation)
 
 
-def once(as_json: bool, pid: int | None) -> int:
+def slurm_allocation(job_id: str | None) -> Allocation | None:
+    """The Slurm job whose GPUs come first: the one named (asked of ``scontrol`` now), else the allocation gputop
+    runs in; a named job Slurm does not know is a UsageError."""
+    from gputop.collect.slurm import ask_scontrol
+    from gputop.collect.slurm_allocation import allocation_from_env, allocation_of
+
+    if job_id is None:
+        return allocation_from_env(os.environ)
+    job = ask_scontrol(job_id)
+    if job.name is None and job.user is None:
+        raise checks.UsageError(f"--slurm-job {job_id}: {job.unavailable.get('name', 'unknown to Slurm')}")
+    return allocation_of(job)
+
+
+def once(as_json: bool, pid: int | None, allocation: Allocation | None = None) -> int:
     """Print one snapshot, its rates over a short window: a table (as wide as the terminal), or JSON."""
     from gputop.collect.sampler import SnapshotMaker
 
@@ -51,6 +78,12 @@ def once(as_json: bool, pid: int | None) -> int:
         snap = maker.one_shot(during=lambda: writer(as_json))
     finally:
         maker.close()
+    if allocation is not None and not as_json:  # JSON keeps NVML's order; each process names its job
+        from gputop.collect.slurm_allocation import allocation_notice, job_gpu_indices, job_gpus_first
+
+        found = job_gpu_indices(allocation, snap.gpus)
+        snap = dataclasses.replace(snap, gpus=tuple(job_gpus_first(snap.gpus, found)))
+        sys.stdout.write(allocation_notice(allocation, found) + "\n")
     sys.stdout.write(writer(as_json)(snap))
     sys.stdout.flush()
     return 0
@@ -68,7 +101,13 @@ def writer(as_json: bool) -> Callable[[Snapshot], str]:
     return lambda snap: render_text(snap, width)
 
 
-def dashboard(interval_s: float, pid: int | None, readonly: bool, job_id: str | None = None) -> int:
+def dashboard(
+    interval_s: float,
+    pid: int | None,
+    readonly: bool,
+    job_id: str | None = None,
+    allocation: Allocation | None = None,
+) -> int:
     """The live dashboard: this machine's snapshots from the sampler's thread, through the advisor, until ``q``."""
     try:
         from gputop.ui.app import run_dashboard
@@ -83,4 +122,6 @@ def dashboard(interval_s: float, pid: int | None, readonly: bool, job_id: str | 
     from gputop.ui.feed import LiveFeed
 
     feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid)), Advisor(pid))
-    return run_dashboard(feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id)
+    return run_dashboard(
+        feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id, allocation=allocation
+    )

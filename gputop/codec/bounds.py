@@ -16,11 +16,14 @@ from gputop.model import (
     POD_LABEL_FORM,
     POD_NAME_CHARS,
     POD_NAME_FORM,
+    SLURM_JOB_ID_CHARS,
+    SLURM_TEXT_CHARS,
     SYNC_CALL,
     TENSOR_DEVICE,
     Container,
     LoaderView,
     Pod,
+    SlurmJob,
     StepCost,
     SyncSite,
     TensorMemory,
@@ -50,6 +53,13 @@ TEXT_LIMITS: dict[type, dict[str, int]] = {
     },
     StepCost: {"precision": 16, "peak_source": 300},
     Pod: {"namespace": POD_LABEL_CHARS, "name": POD_NAME_CHARS, "container": POD_LABEL_CHARS},
+    SlurmJob: {
+        "id": SLURM_JOB_ID_CHARS,
+        "step": SLURM_TEXT_CHARS,
+        "name": SLURM_TEXT_CHARS,
+        "user": SLURM_TEXT_CHARS,
+        "state": SLURM_TEXT_CHARS,
+    },
 }
 """The longest string each field of these classes may hold, as the collector bounds them: a longer one was not
 written by gputop."""

@@ -31,7 +31,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "energy_j",
         "health",
     ),
-    HostProcess: ("container", "pod"),
+    HostProcess: ("container", "pod", "slurm"),
     LoaderView: ("created_at", "worker_batch_s"),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode

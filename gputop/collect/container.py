@@ -10,7 +10,8 @@ Each runtime names the cgroup it makes for a container in its own way (the sampl
 - Podman: ``libpod-<id>.scope`` under ``machine.slice`` or a user's ``user@UID.service``; ``libpod-conmon-<id>``
   holds its monitor
 - LXC and LXD: ``/lxc/<name>``, ``/lxc.payload.<name>``
-- Slurm: ``/system.slice/slurmstepd.scope/job_<n>/step_<s>/...`` (cgroup v2), ``/slurm/uid_<u>/job_<n>/...`` (v1)
+- Slurm: ``/system.slice/slurmstepd.scope/job_<n>/step_<s>/...`` (cgroup v2), ``/slurm/uid_<u>/job_<n>/...`` (v1;
+  ``/slurm_<node>/...`` where slurmd is built to run several per host, as Debian's is)
 - systemd: ``/system.slice/<unit>.service``, ``/user.slice/user-<uid>.slice/session-<n>.scope``
 
 The file is written by the kernel, but its names partly by whoever made the cgroup (any user may make their own
@@ -49,6 +50,7 @@ _SCOPED_ID = re.compile(
 _CONTAINERD_ID = re.compile(rf".*:cri-containerd:({_HEX_ID})")
 _POD_UID = re.compile(r"(?:^|-)pod([0-9a-fA-F][0-9a-fA-F_-]{7,63})(?:\.slice)?(?::|$)")
 _SLURM_JOB = re.compile(r"job_(\d{1,20})", re.ASCII)  # a bare \d takes other scripts' digits too: ²
+_SLURM_STEP = re.compile(r"step_(\d{1,10}|batch|extern|interactive)", re.ASCII)
 _UNIT = re.compile(r".+\.(?:service|scope)")
 
 _PREFIX_RUNTIME: dict[str, ContainerRuntime] = {
@@ -163,12 +165,21 @@ def _container_part(parts: list[str], index: int) -> tuple[ContainerRuntime, str
 
 
 def _slurm_job(parts: list[str]) -> str | None:
-    """The job id of a Slurm job's cgroup: ``job_<n>`` below ``slurm`` (v1) or a ``slurmstepd.scope`` (v2, which
-    a node may prefix with its name)."""
+    job = slurm_ids(parts)
+    return None if job is None else job[0]
+
+
+def slurm_ids(parts: list[str]) -> tuple[str, str | None] | None:
+    """The job id and step (``0``, ``batch``, ``extern``, ``interactive``; None above the steps) of a Slurm job's
+    cgroup path, split at ``/``: ``job_<n>`` below ``slurm`` or ``slurm_<node>`` (v1) or a ``slurmstepd.scope``
+    (v2, which a node may prefix with its name)."""
     for index, part in enumerate(parts):
         job = _SLURM_JOB.fullmatch(part)
-        if job is not None and any(p == "slurm" or p.endswith("slurmstepd.scope") for p in parts[:index]):
-            return job.group(1)
+        if job is not None and any(
+            p == "slurm" or p.startswith("slurm_") or p.endswith("slurmstepd.scope") for p in parts[:index]
+        ):
+            step = _SLURM_STEP.fullmatch(parts[index + 1]) if index + 1 < len(parts) else None
+            return job.group(1), None if step is None else step.group(1)
     return None
 
 

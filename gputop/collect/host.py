@@ -15,10 +15,11 @@ from typing import Any
 
 import psutil
 
-from gputop.collect.container import in_cgroup_namespace, read_container
+from gputop.collect.container import in_cgroup_namespace, read_container, slurm_ids
 from gputop.collect.cpu_takers import Busy, cpu_takers
 from gputop.collect.pods.resolver import PodResolver, from_environment
 from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes
+from gputop.collect.slurm import SlurmJobs
 from gputop.model import (
     ACCESS_DENIED,
     MEASURING,
@@ -30,6 +31,7 @@ from gputop.model import (
     HostInfo,
     HostProcess,
     Pod,
+    SlurmJob,
     frozen_reasons,
 )
 from gputop.sanitize import printable
@@ -148,6 +150,7 @@ class HostCollector:
         nested_pid_namespace: bool | None = None,
         static_refresh_s: float = 5.0,
         pods: PodResolver | None = None,
+        slurm: SlurmJobs | None = None,
     ) -> None:
         self.nested_pid_namespace = in_nested_pid_namespace() if nested_pid_namespace is None else nested_pid_namespace
         self.static_refresh_s = static_refresh_s
@@ -155,6 +158,8 @@ class HostCollector:
         self.pods = from_environment() if pods is None else pods
         """Names the pod of a process whose cgroup names one, from what the node offers; it reads on a thread of
         its own, so a slow or refused source never holds up a tick."""
+        self.slurm = slurm if slurm is not None else SlurmJobs()
+        """Slurm's answers on the jobs that watched processes run in, asked off this thread."""
         self._procs: dict[int, _Tracked] = {}
         self._hostname = socket.gethostname()
         self._cpu_count = psutil.cpu_count() or 1
@@ -290,6 +295,7 @@ class HostCollector:
             last = tracked.last
             if (
                 last is not None
+                and last.slurm == self._slurm_job(tracked.container)
                 and last.cpu_percent == 0.0
                 and now > tracked.at
                 and now < tracked.static_due
@@ -331,6 +337,9 @@ class HostCollector:
                 tracked.pod, tracked.container_reasons = pod, reasons_now
                 refreshed = True
         last = tracked.last
+        slurm = self._slurm_job(tracked.container)
+        if last is not None and slurm != last.slurm:
+            refreshed = True  # Slurm answered since (the job's name, user and GPUs)
         if not refreshed and last is not None and stat == tracked.stat and cpu_percent == last.cpu_percent:
             tracked.raw = raw
             return last  # nothing it is made of changed (a sleeping process): the same record, not a new one
@@ -349,9 +358,22 @@ class HostCollector:
             unavailable=frozen_reasons(reasons),
             container=tracked.container,
             pod=tracked.pod,
+            slurm=slurm,
             **tracked.static,
         )
         return tracked.last
+
+    def settle(self) -> None:
+        """Wait (a few seconds at most) for the answers asked for off the sampling thread: for a snapshot taken
+        once (``--once``, ``--json``), which has no later tick to show them."""
+        self.slurm.wait()
+
+    def _slurm_job(self, container: Container | None) -> SlurmJob | None:
+        """The Slurm job of a process in ``container``, as Slurm has last told it (never waiting for it)."""
+        if container is None or container.runtime != "slurm":
+            return None
+        ids = slurm_ids(container.path.split("/"))
+        return None if ids is None else self.slurm.job(*ids)
 
 
 @dataclass

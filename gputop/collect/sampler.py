@@ -182,6 +182,7 @@ class SnapshotMaker:
         remaining = max(window_s - (now - started), RATE_WINDOW_S - (now - primed))
         if remaining > 0:
             time.sleep(remaining)
+        host.settle()  # one snapshot, printed once: with the jobs' names Slurm gives, not "asking"
         return self.snapshot(force_slow=True)
 
 

@@ -20,6 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 
+from gputop.collect.slurm_allocation import Allocation
 from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
 from gputop.ui.feed import Ended, Feed
@@ -155,6 +156,7 @@ class GputopApp(App[int]):
         user: str | None = None,
         notice: str | None = None,
         job_id: str | None = None,
+        allocation: Allocation | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class())
         self.feed = feed
@@ -166,6 +168,8 @@ class GputopApp(App[int]):
         """Lines the banner shows above whatever the snapshot calls for (``gputop demo`` says what it runs)."""
         self.job_id = job_id
         """The job whose view opens on top of the first screen (``--job``)."""
+        self.allocation = allocation
+        """The Slurm job whose GPUs the dashboard shows first (``--slurm-job``, or the allocation it runs in)."""
         self.status_label = ""
         """What the status bar names besides the host (a replay's file)."""
         self.set_reactive(GputopApp.interval_s, interval_s)
@@ -290,12 +294,21 @@ def run_dashboard(
     notice: str | None = None,
     job_id: str | None = None,
     close: threading.Event | None = None,
+    allocation: Allocation | None = None,
 ) -> int:
     """Run the dashboard over ``feed`` until the user quits; returns the exit status. The feed is made by the
     command that shows it (a live one: gputop/cli/watch.py, gputop/run/watch.py) and stopped here on the way out.
     ``notice`` is a line for the banner; ``job_id`` opens that job's view on top (``--job``). Setting ``close``,
     from any thread, closes the dashboard as ``q`` does (``gputop run`` when its terminal hangs up)."""
-    app = GputopApp(feed, interval_s=interval_s, focus_pid=focus_pid, readonly=readonly, notice=notice, job_id=job_id)
+    app = GputopApp(
+        feed,
+        interval_s=interval_s,
+        focus_pid=focus_pid,
+        readonly=readonly,
+        notice=notice,
+        job_id=job_id,
+        allocation=allocation,
+    )
     ended = threading.Event()
     if close is not None:
 

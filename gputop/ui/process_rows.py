@@ -94,9 +94,12 @@ def any_pod(snap: Snapshot) -> bool:
 
 
 def container_label(host: HostProcess) -> str | None:
-    """``namespace/pod/container`` where the pod is known by name, else the container's own label."""
+    """``namespace/pod/container`` where the pod is known by name, for a Slurm job its id and name once Slurm has
+    told it (``slurm 123 train``), else the container's own label."""
     if host.pod is not None:
         return host.pod.label
+    if host.slurm is not None:
+        return host.slurm.label
     return None if host.container is None else host.container.label
 
 

@@ -284,7 +284,7 @@ def older_keys(document: dict[str, Any]) -> dict[str, Any]:
         assert (gpu.pop("mig_mode"), gpu.pop("mig_pending_mode"), gpu.pop("mig")) == (None, None, [])
     for row in document["processes"]:
         assert (row.pop("mig_index"), row.pop("gpu_instance_id"), row.pop("compute_instance_id")) == (None,) * 3
-        for key in ("container", "pod"):
+        for key in ("container", "pod", "slurm"):
             assert row.pop(key) is None
             assert row["unavailable"].pop(key) == V1_NOT_RECORDED
     return document
@@ -339,6 +339,7 @@ def test_a_format_1_worker_without_its_host_process_says_what_was_not_recorded()
                     "num_threads": V1_NOT_RECORDED,
                     "container": V1_NOT_RECORDED,
                     "pod": V1_NOT_RECORDED,
+                    "slurm": V1_NOT_RECORDED,
                     "cpu_percent": MEASURING,
                 }
             ),

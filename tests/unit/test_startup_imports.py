@@ -110,6 +110,9 @@ class Recorder:
     def host_info(self) -> None:
         self.note("host_info")
 
+    def settle(self) -> None:
+        self.note("settle")
+
     def processes(self, pids: object) -> dict[int, Any]:
         self.note("processes")
         return {}

@@ -13,6 +13,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+from gputop.collect.slurm_allocation import allocation_notice, job_gpu_indices, job_gpus_first
 from gputop.model import Snapshot
 from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import (
@@ -171,6 +172,8 @@ class DashboardScreen(InGputopApp, Screen[None]):
         app = self.gputop
         self.query_one(Banner).messages = self.banner_messages(snap)
         gpus = snap.gpus if app.focus_pid is None else focus_gpus(snap, app.focus_pid)
+        if app.allocation is not None:
+            gpus = tuple(job_gpus_first(gpus, job_gpu_indices(app.allocation, snap.gpus)))
         panel = self.query_one(GpuPanel)
         if panel.display != bool(gpus):
             panel.display = bool(gpus)
@@ -187,10 +190,13 @@ class DashboardScreen(InGputopApp, Screen[None]):
         once it has ended. A screen built on this one may put lines of its own first (the multi-host view's, the
         state of a host that is not live) and call ``show_banner`` when they change between snapshots."""
         app = self.gputop
+        notices = app.notices
+        if app.allocation is not None:
+            notices = (allocation_notice(app.allocation, job_gpu_indices(app.allocation, snap.gpus)), *notices)
         if app.final is None:
-            return (*app.notices, *screen_messages(snap, app.focus_pid))
+            return (*notices, *screen_messages(snap, app.focus_pid))
         # The job's end first; what its last snapshot said of it then is history.
-        return (app.final.message, *app.notices, *screen_messages(snap, None))
+        return (app.final.message, *notices, *screen_messages(snap, None))
 
     def show_banner(self) -> None:
         """Show ``banner_messages`` of the snapshot on screen again, and fit the panels to it where it changed."""

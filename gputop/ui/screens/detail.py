@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from gputop.formatting import NA, counted, fmt_bytes, fmt_clock, fmt_duration, fmt_percent
-from gputop.model import POD_ORIGIN_WORDS, HostProcess, Snapshot
+from gputop.model import POD_ORIGIN_WORDS, HostProcess, SlurmJob, Snapshot
 from gputop.ui.history import HISTORY_S, ProcessHistory, Trend
 from gputop.ui.in_app import InGputopApp
 from gputop.ui.process_rows import KIND_LABELS, ViewOptions, build_rows
@@ -68,6 +68,8 @@ def detail_lines(
         lines.append(_container_line(host, p))
     if host.container is not None and host.container.runtime == "kubernetes":
         lines.append(_pod_line(host, p))
+    if host.slurm is not None:
+        lines.append(_slurm_line(host.slurm, p))
     lines.append(Text())
 
     gpus = Text("GPUs     ", style=p.label)
@@ -137,6 +139,24 @@ def _pod_line(host: HostProcess, p: Palette) -> Text:
     line.append(f"{pod.namespace}/{pod.name}")
     line.append(f"  container {pod.container or NA}")
     line.append(f"  (from the {POD_ORIGIN_WORDS[pod.source]})", style=p.dim)
+    return line
+
+
+def _slurm_line(job: SlurmJob, p: Palette) -> Text:
+    """The Slurm job: its id and step, then its name, user, state and GPUs on this node, or why Slurm did not say."""
+    line = Text("Slurm    ", style=p.label)
+    line.append(f"job {job.id}" + ("" if job.step is None else f" step {job.step}"))
+    for key, shown in (
+        ("name", job.name),
+        ("user", job.user),
+        ("state", job.state),
+        ("gpus", None if job.gpus is None else ",".join(map(str, job.gpus))),
+    ):
+        if shown is not None:
+            line.append(f"  {key} {shown}")
+    reasons = dict.fromkeys(job.unavailable.values())
+    if reasons:
+        line.append(f"  ({'; '.join(reasons)})", style=p.dim)
     return line
 
 
