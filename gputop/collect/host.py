@@ -17,7 +17,7 @@ import psutil
 
 from gputop.collect.container import in_cgroup_namespace, read_container, slurm_ids
 from gputop.collect.cpu_takers import Busy, cpu_takers
-from gputop.collect.pods.resolver import PodResolver, from_environment
+from gputop.collect.pods.resolver import SETTLE_S, PodResolver, from_environment
 from gputop.collect.procstat import CLOCK_TICKS, ProcStat, parse_stat, read_proc_bytes
 from gputop.collect.slurm import SlurmJobs
 from gputop.model import (
@@ -365,8 +365,11 @@ class HostCollector:
 
     def settle(self) -> None:
         """Wait (a few seconds at most) for the answers asked for off the sampling thread: for a snapshot taken
-        once (``--once``, ``--json``), which has no later tick to show them."""
-        self.slurm.wait()
+        once (``--once``, ``--json``), which has no later tick to show them: Slurm's jobs and the pod list, against
+        one deadline; nothing to wait for where no process is in a Slurm job or a pod."""
+        deadline = time.monotonic() + SETTLE_S
+        self.slurm.wait(SETTLE_S)
+        self.pods.wait(max(0.0, deadline - time.monotonic()))
 
     def _slurm_job(self, container: Container | None) -> SlurmJob | None:
         """The Slurm job of a process in ``container``, as Slurm has last told it (never waiting for it)."""

@@ -14,6 +14,7 @@ from gputop.collect.nvml import gpm_support, process_list_access
 from gputop.doctor import nvml
 from gputop.doctor.checks.driver import branch_of, driver_check, persistence_check
 from gputop.doctor.checks.gpus import gpm_check, gpus_check, mig_check, processes_check
+from gputop.doctor.checks.health import health_check
 from gputop.doctor.checks.installation import Installed, installation_check, read_installed
 from gputop.doctor.checks.probe_dir import probe_dir_check
 from gputop.doctor.checks.pytorch import TorchView, read_torch, torch_check
@@ -128,6 +129,10 @@ def run(
         checks.append(
             with_snapshot("fields", "Unreadable values (N/A) in a snapshot", lambda s: fields_check(unreadable(s)))
         )
+        if ready and answering:
+            checks.append(with_snapshot("health", "GPU health", health_check))
+        else:
+            checks.append(skipped("health", "GPU health", no_nvml if not ready else no_gpu))
         checks.append(
             isolated("probe_dir", "Probe report directory", lambda: probe_dir_check(*channel.report_dir_and_source()))
         )

@@ -75,6 +75,7 @@ def test_healthy_box_json(tmp_path: Path) -> None:
         "mig",
         "gpm",
         "fields",
+        "health",
         "probe_dir",
         "torch",
         "installation",
@@ -88,7 +89,7 @@ def test_healthy_box_json(tmp_path: Path) -> None:
     assert checks["fields"]["facts"]["unreadable"] == [
         {"owner": "gpu", "field": "fan_percent", "reason": "unsupported", "where": [0, 1]}
     ]
-    for id in ("driver", "gpus", "persistence", "processes", "gpm", "probe_dir", "installation"):
+    for id in ("driver", "gpus", "persistence", "processes", "gpm", "health", "probe_dir", "installation"):
         assert checks[id]["verdict"] == "ok", checks[id]
     assert (checks["fields"]["verdict"], checks["fields"]["info"]) == ("info", ["fan_percent: unsupported on GPU 0–1"])
     assert checks["fields"]["advice"] == []

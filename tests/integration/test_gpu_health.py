@@ -173,3 +173,24 @@ def test_an_event_wait_times_out_with_nvml_timeout(fake_driver):
 
 def snapshot(gpus: list[Gpu]) -> Snapshot:
     return Snapshot(time=time.time(), host=host_info(), driver=DriverInfo("ok"), gpus=tuple(gpus))
+
+
+def test_the_xids_counted_per_gpu_are_bounded_and_the_newest_kept(fake_driver, collector):
+    from gputop.collect.nvml.health import MAX_XIDS_KEPT
+
+    state = FakeState(gpus=[h100(0)])
+    driver = fake_driver(state)
+    collector.read(slow=True)
+    many = [1000 + n for n in range(MAX_XIDS_KEPT + 8)]
+    state.gpus[0].xids = many
+    driver.write(state)
+
+    def newest_counted() -> Gpu | None:
+        gpu = health_of(collector)
+        return gpu if gpu.health and many[-1] in {x.xid for x in gpu.health.xids} else None
+
+    gpu = wait_until(newest_counted, "the last of the Xids counted")
+
+    assert gpu.health is not None
+    assert len(gpu.health.xids) == MAX_XIDS_KEPT
+    assert {x.xid for x in gpu.health.xids} == set(many[-MAX_XIDS_KEPT:])

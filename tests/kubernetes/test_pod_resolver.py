@@ -148,3 +148,63 @@ def test_the_host_collector_gives_the_reason_while_the_pod_is_not_named(spawn, m
     )
     assert record.pod is None
     assert record.unavailable["pod"] == "not in the pod list of the kubelet's log directories"
+
+
+class Gated:
+    """A source that answers as ``source`` does once ``gate`` is opened, and notes that it was asked."""
+
+    name = "API server"
+
+    def __init__(self, source, gate: threading.Event) -> None:  # type: ignore[no-untyped-def]
+        self.source, self.gate, self.asked = source, gate, threading.Event()
+
+    def listing(self) -> PodListing:
+        self.asked.set()
+        self.gate.wait(30)
+        return self.source.listing()
+
+
+def test_a_snapshot_taken_once_waits_for_the_first_pod_list(api_server, spawn, monkeypatch):
+    _, source = api_server
+    process = spawn()
+    monkeypatch.setattr(host_module, "read_container", lambda pid, ns=False: container_of(CGROUP))
+    gate = threading.Event()
+    collector = HostCollector(pods=PodResolver([Gated(source(), gate)]))
+    first = collector.processes([process.pid])[process.pid]
+    assert (first.pod, first.unavailable["pod"]) == (None, RESOLVING)
+
+    gate.set()
+    collector.settle()
+
+    settled = collector.processes([process.pid])[process.pid]
+    assert settled.pod == RECORDED_POD
+    assert "pod" not in settled.unavailable
+
+
+def test_with_no_process_in_a_pod_settling_asks_no_source(spawn, monkeypatch):
+    process = spawn()
+    monkeypatch.setattr(host_module, "read_container", lambda pid, ns=False: (None, None))
+    source = Gated(None, threading.Event())
+    resolver = PodResolver([source])
+    collector = HostCollector(pods=resolver)
+    collector.processes([process.pid])
+
+    collector.settle()
+
+    assert resolver.wait(0) is True
+    assert not source.asked.is_set()
+
+
+def test_the_wait_for_the_pod_list_is_bounded():
+    gate = threading.Event()
+    source = Gated(None, gate)
+    resolver = PodResolver([source])
+    try:
+        assert resolver.lookup(recorded_container()) == (None, RESOLVING)
+        assert source.asked.wait(30)
+
+        assert resolver.wait(0.05) is False
+        assert resolver.lookup(recorded_container()) == (None, RESOLVING)
+    finally:
+        resolver.close()
+        gate.set()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from gputop.ui.app import GputopApp
-from tests.ui import container_scenes, job_scenes, scenes, training_scenes
+from tests.ui import cluster_scenes, container_scenes, job_scenes, scenes, training_scenes
 
 MakeApp = Callable[..., GputopApp]
 SMALL = (80, 24)
@@ -120,3 +120,31 @@ def test_job_view_with_each_ranks_phases(snap_compare, make_app: MakeApp, size: 
     snapshots = scenes.history(job_scenes.stepped_torchrun_job)
     app = make_app(snapshots, advisor=training_scenes.FixedAdvisor(job_scenes.STEP_ADVICE))
     assert snap_compare(app, terminal_size=size, press=["j"], run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_processes_in_pods_and_a_slurm_job_by_name(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(cluster_scenes.pod_node))
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)
+
+
+SLURM_DETAIL_KEYS = ["slash", *str(scenes.EVAL_PID), "enter", "enter"]
+"""Filter the table to the eval process in its Slurm job, then open its detail screen."""
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_the_detail_of_a_process_in_a_slurm_job(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(cluster_scenes.pod_node))
+    assert snap_compare(app, terminal_size=size, press=SLURM_DETAIL_KEYS, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_inside_a_slurm_allocation_its_gpus_come_first(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(cluster_scenes.pod_node), allocation=cluster_scenes.ALLOCATION)
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_a_critical_and_a_warn_gpu(snap_compare, make_app: MakeApp, size: tuple[int, int]) -> None:
+    app = make_app(scenes.history(cluster_scenes.unhealthy_node))
+    assert snap_compare(app, terminal_size=size, run_before=two_frames)

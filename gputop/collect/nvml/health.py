@@ -44,6 +44,11 @@ VIOLATION_POLICIES: tuple[ViolationPolicy, ...] = (
 tests/data/captures/h100-80gb-hbm3-r580-health.nvml.json), and the totals (10, 11) add nothing to these."""
 NS = 1e9
 XIDS = "xids"
+MAX_XIDS_KEPT = 32
+"""The most different Xids counted per GPU: NVIDIA's catalogue has some 170, a failing GPU shows a handful. The
+number comes from the driver as a 64-bit value, so a driver gone wrong could send a new one with every event; past
+this many, the one seen longest ago makes room, so that memory, the JSON document and the exporter's series stay
+bounded and the newest Xids are the ones shown."""
 
 
 def _address(handle: Any) -> int | None:
@@ -117,6 +122,8 @@ class XidWatcher:
             with self._lock:
                 seen = self._counts.setdefault(index, {})
                 before = seen.get(xid)
+                if before is None and len(seen) >= MAX_XIDS_KEPT:
+                    del seen[min(seen.values(), key=lambda x: x.last_time).xid]
                 seen[xid] = XidCount(xid, (before.count if before else 0) + 1, time.time())
 
     def xids(self, index: int) -> tuple[tuple[XidCount, ...], str | None]:

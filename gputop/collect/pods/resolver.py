@@ -23,6 +23,9 @@ server per node (a 1,000-node cluster asks 33 times a second at this pace)."""
 UNKNOWN_POD_RETRY_S = 2.0
 """How soon a pod UID not in the list may ask for another read: a pod that just started is told within a tick
 or two, and a UID that no source will ever list costs one request per this many seconds at most."""
+SETTLE_S = 10.0
+"""The longest a snapshot taken once (``--once``, ``--json``) waits for the first pod list: the API server's
+answer (5 s at most), then the log directories where it failed."""
 RESOLVING = "resolving: the pod list is being read"
 NAME_REFUSED = "the pod's names are not Kubernetes names: not shown"
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -51,6 +54,7 @@ class PodResolver:
         self._stop = threading.Event()
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._first_read = threading.Event()
 
     def lookup(self, container: Container | None) -> tuple[Pod | None, str | None]:
         """The pod of a process in ``container`` and the reason when it cannot be told; ``(None, None)`` for a
@@ -73,6 +77,14 @@ class PodResolver:
         name = pod.containers.get(container.id) if container.id is not None else None
         return Pod(pod.namespace, pod.name, name or pod.only_container, source), None
 
+    def wait(self, timeout_s: float = SETTLE_S) -> bool:
+        """Wait until the first read of the pod list has ended (a list, or every source's reason), ``timeout_s`` at
+        most; whether it has. For a snapshot taken once, which has no later tick to show the names; no wait where
+        no process was looked up in a pod (the reading thread starts on the first such lookup)."""
+        if self._thread is None:
+            return True
+        return self._first_read.wait(timeout_s)
+
     def close(self) -> None:
         self._stop.set()
         self._wake.set()
@@ -93,6 +105,12 @@ class PodResolver:
             self._stop.wait(self._retry_s)  # at most one read per retry_s, however often a lookup wakes it
 
     def _read(self) -> None:
+        try:
+            self._read_sources()
+        finally:
+            self._first_read.set()
+
+    def _read_sources(self) -> None:
         reasons = []
         for source in self._sources:
             try:

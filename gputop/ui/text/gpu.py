@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
@@ -100,6 +101,10 @@ def health_line(gpu: Gpu, width: int, p: Palette) -> Text:
     tail = f"  (+{more} more: gputop doctor)" if more > 0 else ""
     first = health.causes[0] if health.causes else health.state
     room = max(8, width - line.cell_len - len(tail))
+    if cell_len(first) > room:
+        # A cause is what was seen, then what to do: where both do not fit, what was seen whole (the action is
+        # in the finding and in gputop doctor) rather than the action cut mid-word.
+        first = first.split("; ", 1)[0]
     line.append(fit(first, room).rstrip(), style=style)
     line.append(tail, style=p.dim)
     line.truncate(width)

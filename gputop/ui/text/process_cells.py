@@ -73,6 +73,9 @@ def row_cells(row: ProcessRow, columns: tuple[Column, ...]) -> tuple[Cell, ...]:
     cells: list[Cell] = []
     for column in columns:
         text = cell_text(row, column.key)
+        if column.key in ("container", "pod") and row.pod is not None:
+            cells.append(_pod_parts(text, row.pod))
+            continue
         if column.key != "command":
             cells.append(((text, "dim" if text in (NA, NOT_ON_GPU, MEASURING_MARK) else ""),))
             continue
@@ -85,12 +88,48 @@ def row_cells(row: ProcessRow, columns: tuple[Column, ...]) -> tuple[Cell, ...]:
     return tuple(cells)
 
 
+def _pod_parts(text: str, pod: str) -> Cell:
+    """A pod's cell (``namespace/pod/container`` or the pod alone) with the pod's name marked to be cut in its
+    middle: what tells a pod from its siblings is at the end of its name (``-worker-3``, a ReplicaSet's
+    ``-5f6d8c9b7-x2k4q``), and the container's name after it."""
+    start = 0 if text == pod else text.find("/") + 1  # a namespace has no slash
+    if not text.startswith(pod, start):
+        return ((text, ""),)
+    head, tail = text[:start], text[start + len(pod) :]
+    return tuple(part for part in ((head, ""), (pod, SQUEEZE), (tail, "")) if part[0])
+
+
+SQUEEZE = "squeeze"
+"""The role of a part that ``fit_parts`` cuts in its middle first; drawn in the cell's plain style."""
+SQUEEZE_KEEP = 5
+"""The fewest cells a squeezed part keeps (two each side of the ellipsis) before the cell is cut at its end."""
+
+
+def _squeezed(parts: Cell, width: int) -> Cell:
+    """``parts`` with the part marked ``SQUEEZE`` cut in its middle by as much as the cell is too wide (down to
+    ``SQUEEZE_KEEP`` cells), and its role made plain."""
+    excess = sum(cell_len(text) for text, _ in parts) - width
+    out: list[Part] = []
+    for text, role in parts:
+        if role != SQUEEZE:
+            out.append((text, role))
+            continue
+        size = max(SQUEEZE_KEEP, len(text) - excess) if excess > 0 and text.isascii() else len(text)
+        if size < len(text):
+            head = (size - 1) // 2
+            text = text[:head] + "…" + text[len(text) - (size - 1 - head) :]
+        out.append((text, ""))
+    return tuple(out)
+
+
 def fit_parts(parts: Cell, width: int, right: bool = False) -> Cell:
-    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right. The note
-    ``DataLoader worker`` after a worker's name is left out whole where it does not fit, rather than cut to ``…``:
-    the name says as much."""
+    """``parts`` cut to ``width`` cells (an ellipsis marks the cut) and padded to it, left or right. A part marked
+    ``SQUEEZE`` is cut in its middle first. The note ``DataLoader worker`` after a worker's name is left out whole
+    where it does not fit, rather than cut to ``…``: the name says as much."""
     if width <= 0:
         return ()
+    if any(role == SQUEEZE for _, role in parts):
+        parts = _squeezed(parts, width)
     if parts and parts[-1][0] == DATALOADER_NOTE and sum(cell_len(text) for text, _ in parts) > width:
         parts = parts[:-1]
     total = sum(cell_len(text) for text, _ in parts)

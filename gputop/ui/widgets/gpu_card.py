@@ -65,6 +65,7 @@ class GpuCard(CachedComponentStyles, Widget):
         border-subtitle-style: bold;
     }
     GpuCard.-lost { border: round $error; border-title-color: $error; }
+    GpuCard.-warn { border: round $warning; border-title-color: $warning; }
     GpuCard.-compact { border: none; padding: 0; height: auto; }
     GpuCard > .gpu-card--label { color: $text-muted; }
     GpuCard > .gpu-card--fill { color: $success; }
@@ -150,6 +151,7 @@ class GpuCard(CachedComponentStyles, Widget):
         set_border_title(self, title)  # the GPU's name comes from the driver, or from a remote host
         set_border_subtitle(self, note)
         self.set_class(gpu.state != GPU_OK or state_label(gpu) == "CRITICAL", "-lost")
+        self.set_class(state_label(gpu) == "WARN", "-warn")
         before = self._strip_cache[1]
         after = self._strips()
         if old is None or len(before) != len(after):
