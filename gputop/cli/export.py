@@ -26,20 +26,33 @@ def add_parser(commands: Any) -> None:
         "--per-process", action="store_true", help="add per-process series labelled by GPU and PID (no command lines)"
     )
     export.add_argument(
+        "--dcgm-labels",
+        action="store_true",
+        help="add dcgm-exporter's label names (UUID, modelName, Hostname) beside gputop's on every GPU series",
+    )
+    export.add_argument(
         "--window", type=checks.window, metavar="SECONDS", dest="export_window", help=f"advisor: {checks.WINDOW_HELP}"
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    return export(args.listen, args.textfile, args.export_interval, args.per_process, args.export_window)
+    return export(
+        args.listen, args.textfile, args.export_interval, args.per_process, args.export_window, args.dcgm_labels
+    )
 
 
 def export(
-    listen: str | None, textfile_dir: str | None, interval_s: float, per_process: bool, window_s: float | None = None
+    listen: str | None,
+    textfile_dir: str | None,
+    interval_s: float,
+    per_process: bool,
+    window_s: float | None = None,
+    dcgm_labels: bool = False,
 ) -> int:
     """Serve on ``listen`` (``DEFAULT_LISTEN`` when no textfile is asked for) and/or write the textfile.
 
-    ``window_s``: the advisor's window (None: the default), as ``gputop report`` and ``gputop run`` take it.
+    ``window_s``: the advisor's window (None: the default), as ``gputop report`` and ``gputop run`` take it;
+    ``dcgm_labels``: dcgm-exporter's label names beside gputop's on the GPU series.
     Returns the exit status: 2 for a bad ``--listen`` or a ``--textfile`` directory gputop cannot write to, 1 when
     the address cannot be bound, the file can no longer be written or the sampling thread died, 0 after SIGTERM,
     130 after SIGINT. Every error is one line on stderr.
@@ -67,6 +80,8 @@ def export(
             return error(f"cannot write --textfile {textfile_dir!r}: {exc.strerror or exc}", 2)
     try:
         config = checks.advisor_config(window_s)
-        return asyncio.run(exporter.export(listen, address, textfile_dir, interval_s, per_process, say, config))
+        return asyncio.run(
+            exporter.export(listen, address, textfile_dir, interval_s, per_process, say, config, dcgm_labels)
+        )
     except exporter.ExportError as exc:
         return error(str(exc), exc.status)

@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from gputop.export.metrics import advice_families, snapshot_families
+from gputop.export.metrics import advice_families, dcgm_labelled, snapshot_families
 from gputop.model import Advice, Snapshot
 
 # choose_encoder puts the format version a client asks for into the content type, so the cache keys come from
@@ -28,7 +28,8 @@ class SnapshotCollector(Collector):
 
     Before the first snapshot there is only ``gputop_scrape_duration_seconds``. ``advice`` returns the advisor's
     active findings, exported beside the snapshot's metrics. ``report_age`` is False for a textfile, where the age
-    at writing time would read as fresh for as long as the file lies there.
+    at writing time would read as fresh for as long as the file lies there. ``dcgm_hostname``: add dcgm-exporter's
+    label names to every GPU series, with this ``Hostname`` (None: gputop's labels alone).
     """
 
     def __init__(
@@ -38,8 +39,10 @@ class SnapshotCollector(Collector):
         report_age: bool = True,
         clock: Callable[[], float] = time.time,
         advice: Callable[[], Sequence[Advice]] | None = None,
+        dcgm_hostname: str | None = None,
     ) -> None:
         self._latest = latest
+        self.dcgm_hostname = dcgm_hostname
         self._advice = advice
         self.per_process = per_process
         self.report_age = report_age
@@ -67,6 +70,8 @@ class SnapshotCollector(Collector):
                 "gputop_last_sample_timestamp_seconds", "When the exported snapshot was taken (Unix time).", snap.time
             )
         )
+        if self.dcgm_hostname is not None:
+            return dcgm_labelled(families, self.dcgm_hostname)
         return families
 
     def scrape_part(self, snap: Snapshot | None, started: float) -> list[Metric]:

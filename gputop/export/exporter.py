@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -83,11 +85,12 @@ async def export(
     per_process: bool,
     say: Callable[[str], None],
     config: AdvisorConfig | None = None,
+    dcgm_labels: bool = False,
 ) -> int:
     """Serve on ``address`` (``listen`` as given) and/or write the textfile into ``textfile_dir`` until SIGTERM
     (returns 0) or SIGINT (130). Raises ``ExportError`` when the address cannot be bound, the file cannot be
     written or the sampling thread died (status 1); ``say`` gets what is served and written where; ``config``: the
-    advisor's window."""
+    advisor's window; ``dcgm_labels``: dcgm-exporter's label names on the GPU series too."""
     loop = asyncio.get_running_loop()
     wake = _Wakeups()
     loop.add_signal_handler(signal.SIGTERM, wake.stop, 0)
@@ -100,11 +103,16 @@ async def export(
     sampler.subscribe(lambda _snap: _call_on(loop, wake.snapshot_taken))
     server: MetricsServer | None = None
     written: Path | None = None
+    hostname = dcgm_hostname() if dcgm_labels else None
     try:
         if address is not None:
-            collector = SnapshotCollector(lambda: sampler.latest, per_process, advice=lambda: advisor.active)
+            collector = SnapshotCollector(
+                lambda: sampler.latest, per_process, advice=lambda: advisor.active, dcgm_hostname=hostname
+            )
             try:
-                server = await serve(Exposition(collector).render, *address, say)
+                server = await serve(
+                    Exposition(collector).render, *address, say, ready=lambda: sampler.latest is not None
+                )
             except OSError as exc:
                 raise ExportError(f"cannot listen on {listen}: {_bind_failure(exc)}", 1) from None
             say(f"serving Prometheus metrics on {server.url}")
@@ -112,7 +120,13 @@ async def export(
         if textfile_dir is not None:
             path = textfile_path(textfile_dir)
             registry = _registry(
-                SnapshotCollector(lambda: sampler.latest, per_process, report_age=False, advice=lambda: advisor.active)
+                SnapshotCollector(
+                    lambda: sampler.latest,
+                    per_process,
+                    report_age=False,
+                    advice=lambda: advisor.active,
+                    dcgm_hostname=hostname,
+                )
             )
             say(f"writing Prometheus metrics to {path} every {interval_s:g} s")
         sampler.start()
@@ -136,6 +150,12 @@ async def export(
         if written is not None:
             remove_textfile(written)
         sampler.stop()
+
+
+def dcgm_hostname() -> str:
+    """The ``Hostname`` label as dcgm-exporter gives it: the node's name where the DaemonSet sets ``NODE_NAME`` (in
+    a pod, the host name is the pod's), else this machine's host name."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
 def _bind_failure(exc: OSError) -> str:

@@ -255,6 +255,16 @@ TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] =
         lambda v: v.probe.step.step_s if v.probe.step else None,
     ),
     (
+        "gputop_training_step_p95_seconds",
+        "95th percentile of the training steps over the probe's window.",
+        lambda v: v.probe.step.step_p95_s if v.probe.step else None,
+    ),
+    (
+        "gputop_training_step_drift_ratio",
+        "The window's median step over the first steady window's (1: no change; above 1: steps got slower).",
+        lambda v: v.probe.step.drift if v.probe.step else None,
+    ),
+    (
         "gputop_training_data_wait_ratio",
         "Share of the training loop's time spent waiting for the next batch (the DataLoader it iterates now).",
         lambda v: v.loader.data_wait_share if v.loader else None,
@@ -266,9 +276,39 @@ TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] =
         lambda v: v.loader.worker_batch_s if v.loader else None,
     ),
     (
+        "gputop_training_h2d_bytes_per_step",
+        "Bytes a training step copies from the host to the GPU.",
+        lambda v: v.probe.step.h2d_bytes_per_step if v.probe.step else None,
+    ),
+    (
+        "gputop_training_h2d_pageable_ratio",
+        "Share of the bytes copied to the GPU whose source was pageable (not pinned) memory.",
+        lambda v: v.probe.step.h2d_pageable_share if v.probe.step else None,
+    ),
+    (
+        "gputop_training_h2d_blocking_ratio",
+        "Share of the bytes copied to the GPU without non_blocking=True.",
+        lambda v: v.probe.step.h2d_blocking_share if v.probe.step else None,
+    ),
+    (
+        "gputop_training_syncs_per_step",
+        "Host-device synchronisations a training step makes (.item(), .cpu(), ...), over the probe's sampled steps.",
+        lambda v: v.probe.step.syncs_per_step if v.probe.step else None,
+    ),
+    (
+        "gputop_training_flops_per_step",
+        "Floating-point operations of one training step, forward and backward, as the probe counted or estimated them.",
+        lambda v: v.probe.step.flops_per_step if v.probe.step else None,
+    ),
+    (
         "gputop_training_achieved_flops_per_second",
         "FLOP/s the job achieves: the probe's FLOPs per step times steps a second.",
         lambda v: None if v.cost is None or v.cost.achieved_tflops is None else v.cost.achieved_tflops * 1e12,
+    ),
+    (
+        "gputop_training_peak_flops_per_second",
+        "Dense peak FLOP/s of the job's GPUs at the precision in use: what the MFU is measured against.",
+        lambda v: None if v.cost is None or v.cost.peak_tflops is None else v.cost.peak_tflops * 1e12,
     ),
     (
         "gputop_training_mfu_ratio",
@@ -279,6 +319,16 @@ TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] =
         "gputop_training_energy_per_step_joules",
         "GPU energy a training step takes: the GPUs' mean power over steps a second (alone on its GPUs only).",
         lambda v: v.cost.energy_per_step_j if v.cost else None,
+    ),
+    (
+        "gputop_training_energy_per_sample_joules",
+        "GPU energy a training sample takes: the energy of a step over the batch size.",
+        lambda v: v.cost.energy_per_sample_j if v.cost else None,
+    ),
+    (
+        "gputop_training_power_watts",
+        "Mean power of the job's GPUs over the last 5 to 30 s, from NVML's energy counter.",
+        lambda v: v.cost.power_w if v.cost else None,
     ),
 )
 
@@ -296,6 +346,13 @@ def training_families(views: Sequence[TrainingView], per_process: bool = False) 
         _gauge(name, help_text, labels, ((list(key), read(v)) for key, v in labelled.items()))
         for name, help_text, read in TRAINING_GAUGES
     ]
+    steps = CounterMetricFamily(
+        "gputop_training_steps", "Training steps the probe has timed since the job started.", labels=labels
+    )
+    for key, view in labelled.items():
+        if view.probe.step is not None:
+            steps.add_metric(list(key), view.probe.step.steps)
+    families.append(steps)
     phases = GaugeMetricFamily(
         "gputop_training_phase_seconds",
         "Mean seconds a training step spends in each phase: data, h2d, forward, backward, optimizer, collective, "
@@ -315,6 +372,30 @@ def training_labels(view: TrainingView, per_process: bool = False) -> tuple[str,
     rank = view.launch.rank if view.launch is not None else view.probe.rank
     labels = (gpu, "" if rank is None else str(rank))
     return (*labels, str(view.pid)) if per_process else labels
+
+
+DCGM_LABELS = (("UUID", "uuid"), ("modelName", "name"))
+"""dcgm-exporter's names for two of gputop's GPU labels, and gputop's: with ``--dcgm-labels`` every GPU series
+carries both, and ``Hostname`` (docs/exporter.md#beside-dcgm-exporter)."""
+DCGM_HOSTNAME = "Hostname"
+
+
+def dcgm_labelled(families: Iterable[Metric], hostname: str) -> list[Metric]:
+    """``families`` with dcgm-exporter's label names added beside gputop's on every GPU series (those labelled
+    ``gpu``, ``uuid`` and ``name``), so that ``on(UUID)`` joins the two exporters' series. The series stay as
+    many: each gains labels, none is added."""
+    labelled = []
+    for family in families:
+        samples = family.samples
+        if samples and set(GPU_LABELS) <= samples[0].labels.keys():
+            family.samples = [
+                s._replace(
+                    labels={**s.labels, **{dcgm: s.labels[ours] for dcgm, ours in DCGM_LABELS}, DCGM_HOSTNAME: hostname}
+                )
+                for s in samples
+            ]
+        labelled.append(family)
+    return labelled
 
 
 def driver_families(driver: DriverInfo) -> list[Metric]:

@@ -39,11 +39,19 @@ RESPONSE_TIMEOUT_S = 10.0
 # A scraper's request head is a few hundred bytes; anything near this is not a scraper.
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
 METRICS_PATHS = ("/metrics", "/")
+READY_PATH = "/-/ready"
+"""Prometheus's own readiness path: 503 until the first snapshot, then 200 (a Kubernetes readiness probe)."""
 EVICTION_NOTE_EVERY_S = 60.0
 """The most often a line says that connections were closed to make room: a client can open thousands a second."""
 
 Render = Callable[[str], tuple[bytes, str]]
 """The metrics for a request's ``Accept`` header: the body and its content type."""
+Ready = Callable[[], bool]
+"""Whether there is a snapshot to serve yet."""
+
+
+def _always_ready() -> bool:
+    return True
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -133,12 +141,16 @@ class _EvictionNotes:
 
 class MetricsServer:
     """The metrics ``render`` makes, served over HTTP on the running event loop; ``port`` is the one really bound
-    (``HOST:0`` picks a free one). ``say`` gets the note that connections were closed to make room."""
+    (``HOST:0`` picks a free one). ``say`` gets the note that connections were closed to make room; ``ready`` says
+    what ``READY_PATH`` answers."""
 
-    def __init__(self, render: Render, host: str, sock: socket.socket, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, render: Render, host: str, sock: socket.socket, say: Callable[[str], None], ready: Ready = _always_ready
+    ) -> None:
         self.host = host
         self.port: int = sock.getsockname()[1]
         self._render = render
+        self._ready = ready
         self._sock = sock
         self._server: asyncio.Server | None = None
         # Every open connection's task and transport; ended by closing the transport, never by cancelling the task
@@ -234,6 +246,10 @@ class MetricsServer:
             path = urlsplit(target).path
         except ValueError:  # a malformed URL, such as an unclosed IPv6 bracket
             return _response(400, "Bad Request", b"not a URL\n")
+        if path == READY_PATH:
+            if self._ready():
+                return _response(200, "OK", b"ready\n", send_body=method == "GET")
+            return _response(503, "Service Unavailable", b"no snapshot yet\n", send_body=method == "GET")
         if path not in METRICS_PATHS:
             return _response(404, "Not Found", b"the metrics are at /metrics\n")
         try:
@@ -267,10 +283,13 @@ def _response(
     return "\r\n".join(lines).encode("latin-1") + (body if send_body else b"")
 
 
-async def serve(render: Render, host: str, port: int, say: Callable[[str], None]) -> MetricsServer:
+async def serve(
+    render: Render, host: str, port: int, say: Callable[[str], None], ready: Ready = _always_ready
+) -> MetricsServer:
     """Serve the metrics ``render`` makes on ``host``:``port`` from the running event loop; ``say`` gets the rare
-    note about closed connections. Raises OSError when it cannot bind."""
-    server = MetricsServer(render, host, listening_socket(host, port), say)
+    note about closed connections, ``ready`` whether ``READY_PATH`` answers 200 or 503. Raises OSError when it
+    cannot bind."""
+    server = MetricsServer(render, host, listening_socket(host, port), say, ready)
     try:
         await server.start()
     except BaseException:
