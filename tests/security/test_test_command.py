@@ -49,7 +49,7 @@ def test_a_user_without_root_gets_one_line_naming_what_is_missing(other_user: Lo
     assert result.returncode == 1
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
-    missing = ["gcc", "tmux", "prometheus", "openssh-client"]
+    missing = ["gcc", "tmux", "prometheus", "openssh-client", "slurm-wlm", "munge", "kubernetes-client"]
     if not os.access("/usr/sbin/sshd", os.X_OK):
         missing.insert(3, "openssh-server")
     assert line.startswith(f"scripts/test: the tests need {' '.join(missing)}: install them"), line

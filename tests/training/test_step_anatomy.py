@@ -20,7 +20,11 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SCRIPT = SCRIPTS / "anatomy.py"
 TOLERANCE = 0.10
-"""The measured shares of the step hold to within a tenth of the true ones."""
+SHARE_TOLERANCE = 0.03
+"""The measured shares of the step hold to within a tenth of the true ones, or 3 % of the step where that is more:
+the probe's statistics come from the steps it samples, a few of the job's, and on a loaded machine one late batch
+moves a small share by more than a tenth of itself (data 15.6 % against 13.6 % in a run beside two other test
+processes). A phase given to the wrong one moves its whole share, at least 10 % here."""
 
 
 @dataclasses.dataclass
@@ -75,7 +79,7 @@ def test_each_phase_takes_its_true_share_of_the_step(plain):
 
     assert list(measured) == ["data", "forward", "backward", "optimizer", "other"]
     for phase, share in true_shares(plain.truth, list(measured)).items():
-        assert measured[phase] == pytest.approx(share, rel=TOLERANCE), phase
+        assert measured[phase] == pytest.approx(share, rel=TOLERANCE, abs=SHARE_TOLERANCE), phase
 
 
 def test_the_phases_add_up_to_the_mean_step(plain):
@@ -128,7 +132,7 @@ def test_with_gradient_accumulation_a_step_holds_the_batches_up_to_the_optimizer
     assert step["samples_per_s"] == pytest.approx(step["steps_per_s"] * 4 * 8)
     measured = shares(step["phases_s"])
     for phase, share in true_shares(truth, list(measured)).items():
-        assert measured[phase] == pytest.approx(share, rel=TOLERANCE), phase
+        assert measured[phase] == pytest.approx(share, rel=TOLERANCE, abs=SHARE_TOLERANCE), phase
 
 
 def test_a_rank_sleeping_in_its_compute_makes_the_other_rank_wait_in_collectives(tmp_path):
