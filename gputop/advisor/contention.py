@@ -59,6 +59,8 @@ def _job_cpu(sample: JobSample) -> float | None:
 
 
 JOB_CPU = Reader("job cpu_percent", _job_cpu)
+MAIN_CPU = Reader("process cpu_percent", lambda s: s.process.cpu_percent if s.process is not None else None)
+"""The training process's own CPU, in % of a core: what its workers leave it of the cores."""
 
 
 TOP_NAMED = 3

@@ -83,10 +83,15 @@ def plan_workers(
     uss_per_worker: float | None,
     available_bytes: int,
     job_cores: float | None = None,
+    main_cores: float | None = None,
+    others_cores: float = 0.0,
 ) -> WorkerPlan:
     """Cap the needed workers by what the machine offers.
 
-    CPU-bound workers get the cores of their rank less one for the main process; workers waiting on I/O may
+    CPU-bound workers get the cores of their rank less what the main process uses (``main_cores``, measured;
+    rounded, so a main process that mostly waits leaves its core to them) and what other processes hold of them
+    (``others_cores``), or less one where the main process's use is not known;
+    workers waiting on I/O may
     outnumber the cores up to ``IO_WORKERS_PER_CORE`` each, unless the job's own processes already use its cores
     (``job_cores``, in cores); new workers may take at most ``WORKER_MEMORY_SHARE`` of the available host memory.
     Workers waiting on the storage itself are not helped by more of their kind.
@@ -97,7 +102,12 @@ def plan_workers(
         return WorkerPlan(bottleneck, needed, None, JOB_CORES)
     caps: list[tuple[int, str]] = []
     if bottleneck == CPU:
-        caps.append((max(1, cores - 1), f"{cores} usable cores, one kept for the main process"))
+        if main_cores is None:
+            caps.append((max(1, cores - 1), f"{cores} usable cores, one kept for the main process"))
+        else:
+            free = max(1, round(cores - main_cores - others_cores))
+            others = f" and other processes' {others_cores:.1f}" if others_cores else ""
+            caps.append((free, f"{cores} usable cores less the main process's {main_cores:.1f}{others}"))
     else:
         caps.append((cores * th.IO_WORKERS_PER_CORE, f"{th.IO_WORKERS_PER_CORE} workers per usable core"))
     if uss_per_worker:

@@ -4,7 +4,7 @@ workers started at every epoch."""
 from __future__ import annotations
 
 from gputop.advisor import thresholds as th
-from gputop.advisor.contention import JOB_CPU, Contention, contention
+from gputop.advisor.contention import JOB_CPU, MAIN_CPU, Contention, contention
 from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
 from gputop.advisor.readers import (
     DATA_WAIT_SHARE,
@@ -170,10 +170,12 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     told = _told(last_found(recent, "data-starved"), workers)
     job = recent.median(JOB_CPU)
     job_cores = None if job is None else round(job / 100, 1)
+    main = recent.median(MAIN_CPU)
+    main_cores = None if main is None else round(main / 100, 1)
     batch = recent.median(WORKER_BATCH_S)
     batch_s = None if batch is None else round(batch, 4)
     inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
-    return remembered(recent, "data-starved", (*inputs, told, job_cores, batch_s), _starved)
+    return remembered(recent, "data-starved", (*inputs, told, job_cores, batch_s, main_cores), _starved)
 
 
 def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
@@ -207,6 +209,7 @@ def _starved(
     told: tuple[int, int] | None = None,
     job_cores: float | None = None,
     batch_s: float | None = None,
+    main_cores: float | None = None,
 ) -> Finding:
     """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
     ``line``: where the job built its DataLoader (`` at train.py:41``), or empty; ``told``: the count suggested
@@ -215,7 +218,8 @@ def _starved(
     keeping_up = None if not batch_s else workers_keeping_up(batch_s, wait, steps)
     needed = workers_needed(workers, wait, in_main_process=False) if keeping_up is None else with_headroom(keeping_up)
     uss = activity.uss_bytes_per_worker if activity is not None else None
-    plan = plan_workers(workers, needed, bottleneck, cores, uss, available, job_cores)
+    others = held.others_cores if held is not None and bottleneck == CPU else 0.0
+    plan = plan_workers(workers, needed, bottleneck, cores, uss, available, job_cores, main_cores, others)
     if keeping_up is not None and keeping_up <= workers * (1 + th.WORKERS_NOISE) and bottleneck != STORAGE:
         # The workers keep up, or fall short by no more than the measurement's noise: a count suggested with its
         # headroom, run, measures within that of the count it came from, and is not told another.
