@@ -153,7 +153,7 @@ def bench(pipe: Pipeline, args: argparse.Namespace) -> bool:
         f"a worker's batch {evidence.get('worker_batch_s')} s, {evidence.get('steps_per_s')} steps/s"
     )
     if suggested is None:
-        print("advisor suggested no num_workers: FAIL\n")
+        print(f"advisor suggested no num_workers: FAIL\n{finding.get('action', 'no data-starved finding')}\n")
         return False
     again = advised(pipe, suggested, args)
     other = again.get("suggest", {}).get("num_workers")
