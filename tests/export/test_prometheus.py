@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
@@ -22,49 +16,8 @@ from tests.export.conftest import Exporter, start_exporter
 from tests.export.dashboard import queries
 from tests.export.scrape import names, parse
 from tests.export.test_metrics import GPU, exposition, snapshot, training_view
-from tests.factories import DEADLINE_S
 from tests.machines import GIB, training_box
-
-PROMETHEUS = "/usr/bin/prometheus"
-SCRAPED_TIMEOUT_S = DEADLINE_S
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Prometheus:
-    proc: subprocess.Popen
-    port: int
-    log: Path
-
-    def query(self, expr: str) -> dict:
-        """Prometheus's whole answer to an instant query (``status``, ``data`` or ``error``)."""
-        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return json.load(response)
-        except urllib.error.HTTPError as exc:  # a bad query is a 400 with the reason in the body
-            return json.load(exc)
-
-    def vector(self, expr: str) -> list[dict] | None:
-        """The series ``expr`` selects now; None while the server is not up yet, or up but not ready (a 503 whose
-        body, "Service Unavailable", is no JSON: a loaded machine starts Prometheus slowly)."""
-        try:
-            return self.query(expr)["data"]["result"]
-        except (OSError, ValueError):
-            return None
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+from tests.prometheus_server import PROMETHEUS, SCRAPED_TIMEOUT_S, Prometheus, start_prometheus
 
 
 @pytest.fixture(scope="module")
@@ -76,29 +29,8 @@ def scraped(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
     driver = FakeDriver(tmp / "state.txt", "r550")
     driver.write(training_box(2, []))
     exporter = start_exporter(driver, "--listen", "127.0.0.1:0")
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 1s\n"
-        "scrape_configs:\n"
-        "  - job_name: gputop\n"
-        "    static_configs:\n"
-        f"      - targets: ['{exporter.address}']\n"
-    )
-    log = tmp / "prometheus.log"
-    port = free_port()
-    with log.open("w") as log_file:
-        proc = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    server = Prometheus(proc, port, log)
+    server = start_prometheus(tmp, {"gputop": [exporter.address]})
+    proc = server.proc
     try:
         # Both GPUs' memory, and SM activity, which every snapshot after the first has.
         deadline = time.monotonic() + SCRAPED_TIMEOUT_S
@@ -107,7 +39,8 @@ def scraped(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
                 break
             time.sleep(0.25)
         else:
-            pytest.fail(f"Prometheus did not scrape gputop within {SCRAPED_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+            tail = server.log.read_text()[-3000:]
+            pytest.fail(f"Prometheus did not scrape gputop within {SCRAPED_TIMEOUT_S} s:\n{tail}")
         yield server, exporter
     finally:
         server.stop()

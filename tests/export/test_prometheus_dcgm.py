@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import pytest
 
 from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
-from tests.export.test_prometheus import PROMETHEUS, SCRAPED_TIMEOUT_S, Prometheus, free_port
 from tests.machines import training_box
+from tests.prometheus_server import PROMETHEUS, SCRAPED_TIMEOUT_S, Prometheus, start_prometheus
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "exporter.md"
 NODE = "gpu-node-07"
@@ -73,26 +72,9 @@ def joined(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
         del os.environ["NODE_NAME"]
     dcgm = ThreadingHTTPServer(("127.0.0.1", 0), _DcgmExporter)
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\nscrape_configs:\n"
-        f"  - job_name: gputop\n    static_configs:\n      - targets: ['{exporter.address}']\n"
-        f"  - job_name: dcgm\n    static_configs:\n      - targets: ['127.0.0.1:{dcgm.server_address[1]}']\n"
-    )
-    log = tmp / "prometheus.log"
-    port = free_port()
-    with log.open("w") as log_file:
-        proc = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    server = Prometheus(proc, port, log)
+    dcgm_target = f"127.0.0.1:{dcgm.server_address[1]}"
+    server = start_prometheus(tmp, {"gputop": [exporter.address], "dcgm": [dcgm_target]})
+    proc = server.proc
     try:
         deadline = time.monotonic() + SCRAPED_TIMEOUT_S
         while time.monotonic() < deadline and proc.poll() is None:
@@ -100,7 +82,8 @@ def joined(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
                 break
             time.sleep(0.25)
         else:
-            pytest.fail(f"Prometheus did not scrape both within {SCRAPED_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+            tail = server.log.read_text()[-3000:]
+            pytest.fail(f"Prometheus did not scrape both within {SCRAPED_TIMEOUT_S} s:\n{tail}")
         yield server, exporter
     finally:
         server.stop()

@@ -5,11 +5,9 @@ shown as stale with the age of its last sample."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +23,9 @@ from gputop.ui.text.gpu import Palette
 from gputop.ui.text.hosts import section_lines
 from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
-from tests.export.test_prometheus import PROMETHEUS, Prometheus, free_port
 from tests.factories import DEADLINE_S, wait_until
 from tests.machines import GIB, training_box
+from tests.prometheus_server import PROMETHEUS, Prometheus, start_prometheus
 
 GPUS = (2, 1, 4)
 """The GPUs of each of the three hosts, in the order of their exporters."""
@@ -48,32 +46,6 @@ class Fleet:
         return PrometheusFleet(self.url, http_query(self.url), interval_s=0.5)
 
 
-def start_prometheus(tmp: Path, targets: list[str]) -> Prometheus:
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        "global:\n"
-        "  scrape_interval: 1s\n"
-        "scrape_configs:\n"
-        "  - job_name: gputop\n"
-        "    static_configs:\n"
-        f"      - targets: [{', '.join(repr(t) for t in targets)}]\n"
-    )
-    log = tmp / "prometheus.log"
-    port = free_port()
-    with log.open("w") as log_file:
-        proc = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    return Prometheus(proc, port, log)
-
-
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory) -> Iterator[Fleet]:
     """Three exporters (2, 1 and 4 fake H100s; the first with two processes, per process) and Prometheus scraping
@@ -89,7 +61,7 @@ def scraped(tmp_path_factory) -> Iterator[Fleet]:
             driver.write(training_box(gpus, TRAINING_PIDS if n == 0 else ()))
             extra = ("--per-process",) if n == 0 else ()
             exporters.append(start_exporter(driver, "--listen", "127.0.0.1:0", *extra))
-        server = start_prometheus(tmp, [e.address for e in exporters])
+        server = start_prometheus(tmp, {"gputop": [e.address for e in exporters]})
         running = server
 
         def all_gpus() -> bool | None:
