@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
         default=1800.0,
         metavar="N",
         dest="demo_seconds",
-        help="stop the job after N seconds (default 1800)",
+        help="stop the job after N seconds of training, from its first batch (default 1800)",
     )
 
 
