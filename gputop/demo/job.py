@@ -6,9 +6,8 @@ per sample) for a model of three Linear layers that needs a fraction of that tim
 for data most of each step, which is what gputop measures and the advisor reports. Nothing here talks to gputop:
 run it alone with ``python -m gputop.demo.job``, or watched with ``gputop demo``.
 
-It trains on the GPU when torch sees one, else on the CPU with one thread, prints a line per epoch, and stops at the
-end of the epoch in which it has trained ``--seconds`` (from its first batch), on Ctrl-C (SIGINT) or on SIGTERM,
-exiting 0.
+It trains on the GPU when torch sees one, else on the CPU with one thread, prints a line per epoch, and stops once
+it has trained ``--seconds`` (from its first batch), on Ctrl-C (SIGINT) or on SIGTERM, exiting 0.
 """
 
 from __future__ import annotations
@@ -147,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             for images, labels in loader:
                 if started is None:
                     started = time.monotonic()
+                elif time.monotonic() - started >= args.seconds:
+                    break  # mid-epoch: on a loaded machine an epoch can take minutes
                 images = images.to(device, non_blocking=True)
                 labels = labels.to(device, non_blocking=True)
                 logits = net(images)
@@ -158,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
                 correct += (logits.argmax(1) == labels).sum().item()
                 seen += len(labels)
             took = time.monotonic() - epoch_started
+            if not seen:  # the time ran out before this epoch's first batch
+                epoch -= 1
+                break
             print(
                 f"epoch {epoch}: loss {total_loss / seen:.3f}, accuracy {correct / seen:.0%}, "
                 f"{seen / took:.0f} images/s",
