@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.factories import DEADLINE_S
 
@@ -81,3 +84,15 @@ def start_prometheus(tmp: Path, jobs: Mapping[str, Sequence[str]]) -> Prometheus
             stderr=subprocess.STDOUT,
         )
     return Prometheus(proc, port, log)
+
+
+def wait_scraped(server: Prometheus, holds: Callable[[Prometheus], bool], what: str) -> None:
+    """Poll until ``holds(server)``; fail the test with the end of Prometheus's log if it dies or
+    ``SCRAPED_TIMEOUT_S`` passes first."""
+    deadline = time.monotonic() + SCRAPED_TIMEOUT_S
+    while time.monotonic() < deadline and server.proc.poll() is None:
+        if holds(server):
+            return
+        time.sleep(0.25)
+    tail = server.log.read_text()[-3000:]
+    pytest.fail(f"Prometheus did not scrape {what} within {SCRAPED_TIMEOUT_S} s:\n{tail}")

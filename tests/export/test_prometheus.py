@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -17,7 +16,7 @@ from tests.export.dashboard import queries
 from tests.export.scrape import names, parse
 from tests.export.test_metrics import GPU, exposition, snapshot, training_view
 from tests.machines import GIB, training_box
-from tests.prometheus_server import PROMETHEUS, SCRAPED_TIMEOUT_S, Prometheus, start_prometheus
+from tests.prometheus_server import PROMETHEUS, Prometheus, start_prometheus, wait_scraped
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +29,9 @@ def scraped(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
     driver.write(training_box(2, []))
     exporter = start_exporter(driver, "--listen", "127.0.0.1:0")
     server = start_prometheus(tmp, {"gputop": [exporter.address]})
-    proc = server.proc
     try:
         # Both GPUs' memory, and SM activity, which every snapshot after the first has.
-        deadline = time.monotonic() + SCRAPED_TIMEOUT_S
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(server.vector("gputop_gpu_sm_activity_ratio") or ()) == 2:
-                break
-            time.sleep(0.25)
-        else:
-            tail = server.log.read_text()[-3000:]
-            pytest.fail(f"Prometheus did not scrape gputop within {SCRAPED_TIMEOUT_S} s:\n{tail}")
+        wait_scraped(server, lambda p: len(p.vector("gputop_gpu_sm_activity_ratio") or ()) == 2, "gputop")
         yield server, exporter
     finally:
         server.stop()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
 from tests.machines import training_box
-from tests.prometheus_server import PROMETHEUS, SCRAPED_TIMEOUT_S, Prometheus, start_prometheus
+from tests.prometheus_server import PROMETHEUS, Prometheus, start_prometheus, wait_scraped
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "exporter.md"
 NODE = "gpu-node-07"
@@ -74,16 +73,12 @@ def joined(tmp_path_factory) -> Iterator[tuple[Prometheus, Exporter]]:
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     dcgm_target = f"127.0.0.1:{dcgm.server_address[1]}"
     server = start_prometheus(tmp, {"gputop": [exporter.address], "dcgm": [dcgm_target]})
-    proc = server.proc
     try:
-        deadline = time.monotonic() + SCRAPED_TIMEOUT_S
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(server.vector("gputop_gpu_up") or ()) == len(server.vector("DCGM_FI_DEV_GPU_UTIL") or ()) == 2:
-                break
-            time.sleep(0.25)
-        else:
-            tail = server.log.read_text()[-3000:]
-            pytest.fail(f"Prometheus did not scrape both within {SCRAPED_TIMEOUT_S} s:\n{tail}")
+
+        def both(p: Prometheus) -> bool:
+            return len(p.vector("gputop_gpu_up") or ()) == len(p.vector("DCGM_FI_DEV_GPU_UTIL") or ()) == 2
+
+        wait_scraped(server, both, "both")
         yield server, exporter
     finally:
         server.stop()
