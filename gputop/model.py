@@ -706,6 +706,9 @@ class LoaderView:
     """Seconds one worker spends on one batch over the window (from when it has the batch's indices and is free, to
     the batch back in the loop's process): what each worker delivers, whatever the loop waits. None without
     workers, before a batch was timed, or from a probe that does not time them."""
+    worker_batch_p95_s: float | None = None
+    """The time under which 95 % of the window's batches were made by a worker (to a quarter-octave): the slow
+    batches a deeper queue (``prefetch_factor``) must cover. None under 20 batches timed in the window."""
 
     @property
     def overridden(self) -> tuple[str, ...]:

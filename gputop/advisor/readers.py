@@ -71,6 +71,9 @@ DATA_WAIT_SHARE = Reader("data_wait_share", lambda s: s.loader.data_wait_share i
 """The share of each step the loop waits for its next batch, from the probe (of the DataLoader it iterates now)."""
 STEPS_PER_S = Reader("steps_per_s", lambda s: s.loader.steps_per_s if s.loader is not None else None)
 WORKER_BATCH_S = Reader("worker_batch_s", lambda s: s.loader.worker_batch_s if s.loader is not None else None)
+WORKER_BATCH_P95_S = Reader(
+    "worker_batch_p95_s", lambda s: s.loader.worker_batch_p95_s if s.loader is not None else None
+)
 """Seconds one DataLoader worker spends on one batch, timed in the worker by the probe."""
 PASS_START_WAIT_SHARE = Reader(
     "pass_start_wait_share", lambda s: s.loader.pass_start_wait_share if s.loader is not None else None

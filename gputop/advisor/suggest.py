@@ -54,6 +54,16 @@ def workers_keeping_up(batch_s: float, wait_share: float, steps_per_s: float) ->
     return batch_s / compute_s
 
 
+def prefetch_needed(slow_s: float, workers: int, wait_share: float, steps_per_s: float) -> int:
+    """The ``prefetch_factor`` whose queue covers the slow batches: batches come back in the order asked, and each
+    is asked for ``prefetch_factor`` × workers batches before the loop needs it, that many times C, the loop's own
+    work per step, ahead; a batch that takes S (``worker_batch_p95_s``, timed in the worker) is there in time when
+    ``prefetch_factor`` ≥ S / (workers × C). S and C do not change with the queue's depth, so at the value this
+    gives, it gives the same value again."""
+    compute_s = max(1.0 - wait_share, 0.01) / steps_per_s
+    return max(1, math.ceil(round(slow_s / (max(1, workers) * compute_s), 6)))
+
+
 def with_headroom(workers: float) -> int:
     """``WORKER_MARGIN`` on a count, rounded up (0.8 / 0.2 is 4.000000000000001 in floating point, which must not
     become a fifth worker)."""

@@ -51,6 +51,8 @@ WORKERS_NOISE = 0.25
 process replaces it not: the count moves with the window's median wait share, n / (1 − w), and a wait that
 wanders by ±3 points around 86 % moves it by ±20 % (9, 10 or 11 workers from one tick to the next). A user is told
 one value, and a new one only when the evidence moved beyond that (gputop)."""
+PREFETCH_DEFAULT = 2
+"""torch's ``prefetch_factor`` where a DataLoader with workers does not set one (torch.utils.data.DataLoader)."""
 IO_WORKERS_PER_CORE = 8
 """Sleeping workers may outnumber the cores, but each still costs the main process a queue and a batch to
 unpickle: at most this many per usable core (gputop; benchmarks/advice_quality.py)."""

@@ -32,7 +32,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         "health",
     ),
     HostProcess: ("container", "pod", "slurm"),
-    LoaderView: ("created_at", "worker_batch_s"),
+    LoaderView: ("created_at", "worker_batch_s", "worker_batch_p95_s"),
 }
 """Fields added after snapshots were first recorded: absent from an older recording or remote gputop, they decode
 as None with the reason ``V1_NOT_RECORDED``, so that no null goes without a reason."""

@@ -404,6 +404,7 @@ def _loader(item: dict[str, Any], age: float) -> LoaderView:
         unavailable=frozen_reasons(reasons),
         created_at=created_at,
         worker_batch_s=_number(item, "worker_batch_s"),
+        worker_batch_p95_s=_number(item, "worker_batch_p95_s"),
     )
 
 

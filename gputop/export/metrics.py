@@ -276,6 +276,12 @@ TRAINING_GAUGES: tuple[tuple[str, str, Callable[[TrainingView], Number]], ...] =
         lambda v: v.loader.worker_batch_s if v.loader else None,
     ),
     (
+        "gputop_training_worker_batch_p95_seconds",
+        "Seconds under which a DataLoader worker makes 95 % of its batches (to a quarter-octave), timed inside the "
+        "workers: the slow batches the prefetch queue must cover.",
+        lambda v: v.loader.worker_batch_p95_s if v.loader else None,
+    ),
+    (
         "gputop_training_h2d_bytes_per_step",
         "Bytes a training step copies from the host to the GPU.",
         lambda v: v.probe.step.h2d_bytes_per_step if v.probe.step else None,

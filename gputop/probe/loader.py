@@ -21,9 +21,15 @@ WINDOW_S = 10.0
 CREATED_ATTR = "_gputop_probe_created_at"
 """Set on a DataLoader by the probe's wrapper of its ``__init__``: ``train.py:41``, where the job built it."""
 
-Totals = tuple[float, int, float, float, float, int]
+Totals = tuple[float, int, float, float, float, int, tuple[int, ...]]
 """``(time, batches, seconds waited, of which for the first batch of a pass, seconds its workers spent on
-batches, batches they were timed for)``: a sample of a loader's totals."""
+batches, batches they were timed for, those batches per duration bucket)``: a sample of a loader's totals."""
+
+NO_COUNTS: tuple[int, ...] = (0,) * worker_clock.BUCKETS
+SLOW_SHARE = 0.95
+"""The slow batches a queue must cover are the slowest 5 %: ``worker_batch_p95_s``."""
+SLOW_MIN_BATCHES = 20
+"""Timed batches a window needs before its 95th percentile means anything (with 20, the slowest one)."""
 
 
 class LoaderTrack:
@@ -71,26 +77,27 @@ class LoaderTrack:
         # The workers' shared array of seconds and batches (``worker_clock``), and what the arrays of earlier
         # iterators (epochs without persistent workers) held.
         self.clock: Any = None
-        self.clock_before = (0.0, 0)
+        self.clock_before: tuple[float, int, tuple[int, ...]] = (0.0, 0, NO_COUNTS)
         # Samples of the totals, oldest first; the first one is the loader's start.
         start = time.perf_counter() if now is None else now
-        self.history: deque[Totals] = deque([(start, 0, 0.0, 0.0, 0.0, 0)])
+        self.history: deque[Totals] = deque([(start, 0, 0.0, 0.0, 0.0, 0, NO_COUNTS)])
 
     def totals(self, now: float) -> Totals:
         """``(now, batches so far, seconds waited so far, of which for the first batch of a pass)``, the wait in
         progress included in the seconds waited."""
         waiting_since = self.waiting_since
         ongoing = now - waiting_since if waiting_since is not None else 0.0
-        seconds, batches = self.workers_time()
-        return now, self.count, self.wait_s + max(0.0, ongoing), self.pass_start_wait_s, seconds, batches
+        seconds, batches, counts = self.workers_time()
+        return now, self.count, self.wait_s + max(0.0, ongoing), self.pass_start_wait_s, seconds, batches, counts
 
-    def workers_time(self) -> tuple[float, int]:
-        """Seconds the loader's workers spent on batches so far, and the batches."""
-        seconds, batches = self.clock_before
+    def workers_time(self) -> tuple[float, int, tuple[int, ...]]:
+        """Seconds the loader's workers spent on batches so far, the batches, and those per duration bucket."""
+        seconds, batches, counts = self.clock_before
         if self.clock is not None:
-            now_s, now_n = worker_clock.totals(self.clock)
+            now_s, now_n, now_counts = worker_clock.totals(self.clock)
             seconds, batches = seconds + now_s, batches + now_n
-        return seconds, batches
+            counts = tuple(a + b for a, b in zip(counts, now_counts, strict=True))
+        return seconds, batches, counts
 
     def workers_clocked(self, array: Any) -> None:
         """A new iterator's workers time their batches in ``array``; the last iterator's count is kept."""
@@ -145,12 +152,15 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
     data all the time, 0.0 for one that never waits (or an idle loader, which makes no steps either).
     ``pass_start_wait_share`` is the part of it spent waiting for the first batch of a pass (an epoch), which with
     ``persistent_workers=False`` includes starting the workers. ``worker_batch_s`` is the seconds a worker spent on
-    each batch it made in the window (``worker_clock``); None where none was timed.
+    each batch it made in the window (``worker_clock``); None where none was timed. ``worker_batch_p95_s`` is the
+    time under which 95 % of those batches were made, to a quarter-octave bucket; None under ``SLOW_MIN_BATCHES``.
     """
     span = now[0] - then[0]
     batches = now[1] - then[1]
     timed = now[5] - then[5]
     worker_batch_s = max(0.0, now[4] - then[4]) / timed if timed > 0 else None
+    counts = tuple(max(0, b - a) for a, b in zip(then[6], now[6], strict=True))
+    slow_s = worker_clock.percentile(counts, SLOW_SHARE) if sum(counts) >= SLOW_MIN_BATCHES else None
     if span <= 0:
         return {
             "window_s": 0.0,
@@ -159,6 +169,7 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
             "steps_per_s": None,
             "pass_start_wait_share": None,
             "worker_batch_s": worker_batch_s,
+            "worker_batch_p95_s": slow_s,
         }
     return {
         "window_s": span,
@@ -167,6 +178,7 @@ def window_stats(then: Totals, now: Totals) -> dict[str, Any]:
         "steps_per_s": batches / span,
         "pass_start_wait_share": min(1.0, max(0.0, (now[3] - then[3]) / span)),
         "worker_batch_s": worker_batch_s,
+        "worker_batch_p95_s": slow_s,
     }
 
 

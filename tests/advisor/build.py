@@ -60,8 +60,16 @@ def loader(
     pass_start_wait_share: float | None = None,
     created_at: str | None = None,
     worker_batch_s: float | None = None,
+    worker_batch_p95_s: float | None = None,
+    prefetch: int | None = None,
 ) -> LoaderView:
-    effective = LoaderConfig(batch_size=batch, num_workers=workers, pin_memory=pin, persistent_workers=persistent)
+    effective = LoaderConfig(
+        batch_size=batch,
+        num_workers=workers,
+        pin_memory=pin,
+        persistent_workers=persistent,
+        prefetch_factor=prefetch,
+    )
     requested = LoaderConfig(
         batch_size=batch,
         num_workers=workers,
@@ -83,6 +91,7 @@ def loader(
         pass_start_wait_share=pass_start_wait_share,
         created_at=created_at,
         worker_batch_s=worker_batch_s,
+        worker_batch_p95_s=worker_batch_p95_s,
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from gputop.advisor import Advisor, AdvisorConfig
 from gputop.advisor.rules import (
     batch_too_small,
+    data_starved,
     h2d_bound,
     low_mfu,
     memory_near_full,
@@ -18,7 +19,22 @@ from gputop.advisor.rules import (
     pin_memory_off,
 )
 from gputop.model import PIN_OFF, PIN_ON, Advice, CudaMemory, StepCost
-from tests.advisor.build import GIB, MIB, PID, device, gpu, loader, row, sample, snapshot, step, view, window, workers
+from tests.advisor.build import (
+    GIB,
+    MIB,
+    PID,
+    device,
+    gpu,
+    host,
+    loader,
+    row,
+    sample,
+    snapshot,
+    step,
+    view,
+    window,
+    workers,
+)
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 
@@ -318,3 +334,73 @@ def test_workers_restarted_with_persistent_workers_set_are_told_why_instead_of_a
     assert found.title.startswith("Workers restart although persistent_workers=True: 50%")
     assert "each epoch iterates a new DataLoader at train.py:41" in found.action
     assert "build it once, before the epoch loop" in found.action
+
+
+# -- prefetch_factor ------------------------------------------------------------------------------------------------
+#
+# Five workers keep up with a loop of 40 steps/s on average (68 ms a batch, 20.5 ms of the loop's own work a step),
+# but 5 % of the batches take 300 ms in a worker (a slow read), and the loop still waits 18 % of each step. Batches
+# come back in the order asked: each is asked for prefetch_factor × 5 batches ahead, 2 × 5 × 20.5 = 205 ms at the
+# default, too little for a 300 ms batch.
+
+
+def queued(prefetch: int | None, slow_s: float | None = 0.300, wait: float = 0.18):
+    """The window of that job at ``prefetch`` (None: torch's default), its slow batches taking ``slow_s``."""
+    made = loader(wait=wait, steps=40.0, workers=5, worker_batch_s=0.068, worker_batch_p95_s=slow_s, prefetch=prefetch)
+    training = view(made, workers(5), usable=8)
+    return window(lambda t: sample(t, training, gpus=(gpu(busy=40.0),), machine=host(cores=8)))
+
+
+def suggested_prefetch(prefetch: int | None, slow_s: float | None = 0.300) -> object:
+    found = data_starved(queued(prefetch, slow_s), CONFIG)
+    assert found is not None
+    return found.suggest.get("prefetch_factor")
+
+
+def test_a_queue_too_short_for_the_slow_batches_gets_the_prefetch_factor_that_covers_them():
+    found = data_starved(queued(2), CONFIG)
+
+    assert found is not None
+    assert found.suggest == {"prefetch_factor": 3}  # 300 / (5 × 20.5) = 2.9
+    assert found.action.startswith("Set prefetch_factor=3 (2 now). More workers would not help")
+    assert "the slowest 5% of batches take 300 ms in a worker" in found.action
+    assert found.evidence["worker_batch_p95_s"] == 0.3
+    # torch's default is 2 where the DataLoader sets none.
+    assert suggested_prefetch(None) == 3
+
+
+def test_at_the_prefetch_factor_suggested_no_further_one_is_asked_for():
+    told = suggested_prefetch(2)
+    assert told == 3
+    found = data_starved(queued(told), CONFIG)
+
+    assert found is not None and found.suggest == {}
+    assert "which covers the slow ones" in found.action
+    assert "neither the workers' number nor the queue's depth" in found.action
+    # The slow batches measured a fifth slower at the new depth (the noise of a percentile) ask for nothing either.
+    assert suggested_prefetch(told, slow_s=0.360) is None
+
+
+def test_slow_batches_beyond_the_noise_of_what_the_queue_covers_ask_for_a_deeper_one():
+    assert suggested_prefetch(3, slow_s=0.400) == 4  # 400 ms against 307 ms covered: beyond a quarter
+
+
+def test_without_the_slow_batches_timed_no_prefetch_factor_is_computed():
+    found = data_starved(queued(2, slow_s=None), CONFIG)
+
+    assert found is not None and found.suggest == {}
+    assert "a higher prefetch_factor rides that out" in found.action
+
+
+def test_the_prefetch_factor_told_stays_one_value_while_the_slow_batches_move_within_the_noise():
+    advisor = Advisor(PID, AdvisorConfig(window_s=5))
+    told = []
+    for n in range(80):
+        t = n * 0.5
+        slow_s = 0.300 if t < 10 else 0.330  # 330 / 102.5 = 3.2: 4 computed anew, within a quarter of 3
+        made = loader(wait=0.18, steps=40.0, workers=5, worker_batch_s=0.068, worker_batch_p95_s=slow_s, prefetch=2)
+        training = view(made, workers(5), usable=8)
+        found = advisor.update(snapshot(1_700_000_000 + t, training, (gpu(busy=40.0),), (row(),)))
+        told += [a.suggest.get("prefetch_factor") for a in found if a.id == "data-starved"]
+
+    assert told and set(told) == {3}

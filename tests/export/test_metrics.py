@@ -370,7 +370,9 @@ def test_a_training_step_is_exported_per_gpu_and_rank_in_base_units() -> None:
     assert value(samples, "gputop_training_phase_seconds", phase="h2d", **labels) is None  # not seen: no sample
 
 
-TIMED_LOADER = LoaderView(loader_id=1, data_wait_share=0.9, last_batch_age_s=0.1, worker_batch_s=0.0672)
+TIMED_LOADER = LoaderView(
+    loader_id=1, data_wait_share=0.9, last_batch_age_s=0.1, worker_batch_s=0.0672, worker_batch_p95_s=0.25
+)
 
 
 def test_the_time_a_worker_takes_to_make_a_batch_is_exported_where_the_probe_timed_it() -> None:
@@ -380,6 +382,7 @@ def test_the_time_a_worker_takes_to_make_a_batch_is_exported_where_the_probe_tim
 
     assert value(samples, "gputop_training_worker_batch_seconds", gpu="0", rank="0") == 0.0672
     assert value(samples, "gputop_training_worker_batch_seconds", gpu="1", rank="1") is None  # not timed: no sample
+    assert value(samples, "gputop_training_worker_batch_p95_seconds", gpu="0", rank="0") == 0.25
 
 
 def test_a_training_process_without_a_step_or_a_cost_value_has_no_such_series() -> None:

@@ -165,6 +165,7 @@ def test_nan_and_infinity_are_refused_and_json_output_stays_valid(job, probe_dir
         ({"loaders": [{**LOADER, "batches": True}]}, "batches: not an integer"),
         ({"loaders": [{**LOADER, "steps_per_s": "fast"}]}, "steps_per_s: not a number"),
         ({"loaders": [{**LOADER, "data_wait_share": 3.0}]}, "data_wait_share: out of range"),
+        ({"loaders": [{**LOADER, "worker_batch_p95_s": -0.3}]}, "worker_batch_p95_s: out of range"),
         ({"torch": ["2.13"]}, "torch: not a string"),
         ({"loaders": [LOADER] * 100}, "too many loaders"),
         ({"autocast": "yes"}, "autocast: not true or false"),

@@ -16,8 +16,8 @@ from typing import TypeVar
 
 import pytest
 
-from gputop.probe import channel
-from gputop.probe.loader import LoaderTrack, window_stats
+from gputop.probe import channel, worker_clock
+from gputop.probe.loader import NO_COUNTS, LoaderTrack, window_stats
 from gputop.run.launch import probe_env
 from tests.training.conftest import SCRIPTS
 
@@ -59,7 +59,7 @@ def private_dir(factory: pytest.TempPathFactory) -> Path:
 
 
 def test_data_wait_share_is_the_waited_part_of_the_window():
-    stats = window_stats((10.0, 100, 2.0, 0.5, 6.0, 90), (14.0, 140, 3.0, 1.0, 9.2, 130))
+    stats = window_stats((10.0, 100, 2.0, 0.5, 6.0, 90, NO_COUNTS), (14.0, 140, 3.0, 1.0, 9.2, 130, NO_COUNTS))
 
     assert stats == {
         "window_s": 4.0,
@@ -68,7 +68,43 @@ def test_data_wait_share_is_the_waited_part_of_the_window():
         "steps_per_s": 10.0,
         "pass_start_wait_share": 0.125,
         "worker_batch_s": pytest.approx(0.08),  # 3.2 s the workers spent on the window's 40 batches
+        "worker_batch_p95_s": None,  # no batch counted by its duration
     }
+
+
+def counted(**durations: int) -> tuple[int, ...]:
+    """Duration buckets holding ``n`` batches of each duration given as ``ms<milliseconds>=n``."""
+    counts = list(NO_COUNTS)
+    for name, n in durations.items():
+        counts[worker_clock.bucket(float(name[2:]) / 1000)] += n
+    return tuple(counts)
+
+
+def test_the_slow_batches_are_the_95th_percentile_of_the_windows_batches():
+    # 95 batches of 20 ms and 5 of 300 ms since the window began (the 10 before it, all slow, are not counted).
+    then = (0.0, 0, 0.0, 0.0, 0.0, 0, counted(ms300=10))
+    now = (10.0, 100, 1.0, 0.0, 3.4, 110, counted(ms20=95, ms300=15))
+
+    stats = window_stats(then, now)
+
+    assert stats["worker_batch_p95_s"] == pytest.approx(0.020, rel=0.1)  # the 95th batch is a fast one
+    now = (10.0, 100, 1.0, 0.0, 3.4, 110, counted(ms20=94, ms300=16))
+    assert window_stats(then, now)["worker_batch_p95_s"] == pytest.approx(0.300, rel=0.1)
+
+
+def test_no_percentile_from_fewer_than_twenty_batches():
+    then = (0.0, 0, 0.0, 0.0, 0.0, 0, NO_COUNTS)
+    now = (10.0, 19, 1.0, 0.0, 3.4, 19, counted(ms20=19))
+
+    assert window_stats(then, now)["worker_batch_p95_s"] is None
+
+
+def test_a_duration_bucket_is_a_quarter_octave():
+    assert worker_clock.bucket_seconds(worker_clock.bucket(0.040)) == pytest.approx(0.040, rel=0.1)
+    assert worker_clock.bucket(0.040) - worker_clock.bucket(0.020) == 4
+    assert worker_clock.bucket(0.0001) == 0
+    assert worker_clock.bucket(float("nan")) == 0
+    assert worker_clock.bucket(3600.0) == worker_clock.BUCKETS - 1
 
 
 def test_a_worker_times_each_batch_it_makes_and_the_loop_reads_the_sums(tmp_path):
@@ -85,7 +121,9 @@ def test_a_worker_times_each_batch_it_makes_and_the_loop_reads_the_sums(tmp_path
         "it = iter(loader)\n"
         "for _ in range(12): next(it); time.sleep(0.05)\n"
         "track = next(iter(probe._probe._tracks.values()))\n"
-        "print(*track.workers_time())\n"
+        "seconds, batches, counts = track.workers_time()\n"
+        "from gputop.probe import worker_clock\n"
+        "print(seconds, batches, sum(counts), worker_clock.percentile(counts, 0.95))\n"
     )
     reports = tmp_path / "probe"
     reports.mkdir(mode=0o700)
@@ -93,9 +131,11 @@ def test_a_worker_times_each_batch_it_makes_and_the_loop_reads_the_sums(tmp_path
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     words = done.stdout.split()
-    seconds, batches = float(words[-2]), int(words[-1])
+    seconds, batches, counted_batches, slow_s = float(words[-4]), int(words[-3]), int(words[-2]), float(words[-1])
     assert batches >= 12
     assert 0.040 <= seconds / batches < 0.2
+    assert counted_batches == batches  # each batch timed is counted in one duration bucket
+    assert 0.040 * 0.9 <= slow_s < 0.2
 
 
 def test_a_wait_in_progress_counts_as_waiting():
@@ -109,7 +149,7 @@ def test_a_wait_in_progress_counts_as_waiting():
 
 
 def test_an_idle_loader_neither_waits_nor_steps():
-    stats = window_stats((0.0, 7, 1.5, 0.0, 0.0, 0), (10.0, 7, 1.5, 0.0, 0.0, 0))
+    stats = window_stats((0.0, 7, 1.5, 0.0, 0.0, 0, NO_COUNTS), (10.0, 7, 1.5, 0.0, 0.0, 0, NO_COUNTS))
 
     assert (stats["data_wait_share"], stats["steps_per_s"]) == (0.0, 0.0)
 

@@ -106,6 +106,14 @@ def test_the_workers_head_says_how_long_a_worker_takes_to_make_a_batch() -> None
     assert "3.8 of 16 cores  a worker makes a batch in 67.2 ms" in head
 
 
+def test_the_workers_head_says_within_what_time_95_percent_of_the_batches_are_made() -> None:
+    view = with_batch_time(starved(), 0.0672)
+    loaders = tuple(replace(loader, worker_batch_p95_s=0.3) for loader in view.probe.loaders)
+    panel = plain(panel_lines(replace(view, probe=replace(view.probe, loaders=loaders)), NO_SPARKS, {}, 160, P))
+
+    assert "a worker makes a batch in 67.2 ms (95% within 300 ms)" in panel
+
+
 def test_workers_not_timed_show_no_batch_time() -> None:
     panel = plain(panel_lines(with_batch_time(starved(), None), NO_SPARKS, {}, 120, P))
 

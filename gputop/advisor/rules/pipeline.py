@@ -3,6 +3,8 @@ workers started at every epoch."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gputop.advisor import thresholds as th
 from gputop.advisor.contention import JOB_CPU, MAIN_CPU, Contention, contention
 from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
@@ -11,6 +13,7 @@ from gputop.advisor.readers import (
     GPU_BUSY,
     PASS_START_WAIT_SHARE,
     STEPS_PER_S,
+    WORKER_BATCH_P95_S,
     WORKER_BATCH_S,
     Reader,
 )
@@ -34,6 +37,7 @@ from gputop.advisor.suggest import (
     WorkerPlan,
     cores_per_rank,
     plan_workers,
+    prefetch_needed,
     with_headroom,
     worker_bottleneck,
     workers_keeping_up,
@@ -51,6 +55,66 @@ PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 
 """What flows from the host to the process's GPUs, the most of any of them."""
 
 
+@dataclass(frozen=True, slots=True)
+class QueuePlan:
+    """The input queue's depth against the slow batches: ``slow_s`` (95th percentile of a worker's batch time) and
+    the ``covered_s`` the queue of ``current`` × workers batches gives them; ``suggested`` where a deeper one is
+    needed beyond the noise."""
+
+    current: int
+    slow_s: float
+    covered_s: float
+    suggested: int | None
+
+
+def _queue_plan(
+    prefetch: int | None, slow_s: float | None, workers: int, wait: float, steps: float, told: int | None
+) -> QueuePlan | None:
+    """Whether the queue covers the slow batches, and the ``prefetch_factor`` that would; a value told before
+    stands while a new one is within a quarter of it (``WORKERS_NOISE``), and none is told while the slow batches
+    exceed what the queue covers by no more than that noise."""
+    if prefetch is None or slow_s is None or prefetch < 1:
+        return None
+    covered = prefetch * workers * max(1.0 - wait, 0.01) / steps
+    if slow_s <= covered * (1 + th.WORKERS_NOISE):
+        return QueuePlan(prefetch, slow_s, covered, None)
+    needed = prefetch_needed(slow_s, workers, wait, steps)
+    if told is not None and abs(needed - told) <= max(1, th.WORKERS_NOISE * told):
+        needed = told
+    return QueuePlan(prefetch, slow_s, covered, needed if needed > prefetch else None)
+
+
+def _queue_action(workers: int, batch_s: float, enough: str, queue: QueuePlan | None, line: str) -> str:
+    """What to say where the workers keep up (``enough``: by how much) and the loop still waits: the queue's
+    depth, from the slow batches."""
+    rate = workers / batch_s
+    start = (
+        f"More workers would not help: each of the {count(workers, 'worker')} makes a batch in "
+        f"{batch_s * 1000:.0f} ms, {rate:.0f} batches/s together, {enough}"
+    )
+    if queue is None:
+        return (
+            f"{start}; the wait is not their number. Batches come back in the order they were asked for, so one slow "
+            "batch holds the loop: a higher prefetch_factor rides that out; where the host's cores are busy, the "
+            "workers and the main process wait for them too."
+        )
+    slow = f"the slowest 5% of batches take {queue.slow_s * 1000:.0f} ms in a worker"
+    queued = (
+        f"the queue of {queue.current} × {count(workers, 'worker')} batches is asked for "
+        f"{queue.covered_s * 1000:.0f} ms ahead"
+    )
+    if queue.suggested is not None:
+        return (
+            f"Set prefetch_factor={queue.suggested}{line} ({queue.current} now). {start}, but batches come back in "
+            f"the order they were asked for, and {slow}, while {queued}: {queue.suggested} covers them. Each "
+            "worker then holds that many batches in host memory."
+        )
+    return (
+        f"{start}, and {queued}, which covers the slow ones ({slow}): the wait is neither the workers' number nor "
+        "the queue's depth. Where the host's cores are busy, the workers and the main process wait for them."
+    )
+
+
 def _more_workers_action(
     plan: WorkerPlan,
     workers: int,
@@ -60,6 +124,7 @@ def _more_workers_action(
     job_cores: float | None = None,
     batch_s: float | None = None,
     keeping_up: float | None = None,
+    queue: QueuePlan | None = None,
 ) -> str:
     """What to do about a starved loop: the worker count (at ``line``, where the DataLoader was built), or what to
     do where more workers cannot help."""
@@ -80,19 +145,12 @@ def _more_workers_action(
             )
         return action
     if plan.limit == ENOUGH_WORKERS and batch_s is not None:
-        rate = workers / batch_s
         enough = (
             "more than the loop takes"
             if keeping_up is not None and keeping_up <= workers
             else "within the measurement's noise (a quarter) of what the loop takes"
         )
-        return (
-            f"More workers would not help: each of the {count(workers, 'worker')} makes a batch in "
-            f"{batch_s * 1000:.0f} ms, {rate:.0f} batches/s together, {enough}; the wait is not their number. "
-            "Batches come back in the order they were asked for, so one slow batch holds the loop: a higher "
-            "prefetch_factor rides that out; where the host's cores are busy, the workers and the main process "
-            "wait for them too."
-        )
+        return _queue_action(workers, batch_s, enough, queue, line)
     if plan.limit == JOB_CORES:
         return (
             f"More workers cannot help: the job's own processes already use {job_cores or 0:.1f} of its {cores} "
@@ -174,8 +232,13 @@ def data_starved(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     main_cores = None if main is None else round(main / 100, 1)
     batch = recent.median(WORKER_BATCH_S)
     batch_s = None if batch is None else round(batch, 4)
+    slow = recent.median(WORKER_BATCH_P95_S)
+    slow_s = None if slow is None else round(slow, 4)
+    prefetch = latest.loader.effective.prefetch_factor if latest.loader is not None else None
+    told_prefetch = _told_prefetch(last_found(recent, "data-starved"), prefetch)
     inputs = (workers, wait, steps, busy, activity, cores_per_rank(latest), memory, held, loader_line(latest))
-    return remembered(recent, "data-starved", (*inputs, told, job_cores, batch_s, main_cores), _starved)
+    queue = (slow_s, prefetch if prefetch is not None else th.PREFETCH_DEFAULT, told_prefetch)
+    return remembered(recent, "data-starved", (*inputs, told, job_cores, batch_s, main_cores, queue), _starved)
 
 
 def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
@@ -187,6 +250,16 @@ def _told(last: Finding | None, workers: int) -> tuple[int, int] | None:
     if not isinstance(suggested, int) or not isinstance(needed, int) or suggested <= workers:
         return None
     return suggested, needed
+
+
+def _told_prefetch(last: Finding | None, prefetch: int | None) -> int | None:
+    """The ``prefetch_factor`` ``data-starved`` last suggested to this process, while it still runs a smaller one."""
+    if last is None:
+        return None
+    suggested = last.suggest.get("prefetch_factor")
+    if not isinstance(suggested, int) or (prefetch is not None and suggested <= prefetch):
+        return None
+    return suggested
 
 
 def _within_noise(plan: WorkerPlan, told: tuple[int, int] | None) -> bool:
@@ -210,10 +283,12 @@ def _starved(
     job_cores: float | None = None,
     batch_s: float | None = None,
     main_cores: float | None = None,
+    queue_inputs: tuple[float | None, int, int | None] = (None, th.PREFETCH_DEFAULT, None),
 ) -> Finding:
     """``data-starved``'s finding from what it measured; ``held``: who holds the host's CPUs beside the job;
     ``line``: where the job built its DataLoader (`` at train.py:41``), or empty; ``told``: the count suggested
-    before and the one it was computed from, which stand while a new one is within the noise."""
+    before and the one it was computed from, which stand while a new one is within the noise; ``queue_inputs``:
+    the slow batches' time, the ``prefetch_factor`` in effect and the one told before."""
     bottleneck = worker_bottleneck(activity) if activity is not None else CPU
     keeping_up = None if not batch_s else workers_keeping_up(batch_s, wait, steps)
     needed = workers_needed(workers, wait, in_main_process=False) if keeping_up is None else with_headroom(keeping_up)
@@ -266,8 +341,17 @@ def _starved(
             others_cpu_cores=round(held.others_cores, 2),
             others_pids=tuple(p.pid for p in held.processes),
         )
+    slow_s, prefetch, told_prefetch = queue_inputs
+    queue = None
+    if plan.limit == ENOUGH_WORKERS:
+        queue = _queue_plan(prefetch, slow_s, workers, wait, steps, told_prefetch)
+        evidence.update(worker_batch_p95_s=slow_s, prefetch_factor=prefetch)
+        if queue is not None:
+            evidence["queue_covers_s"] = round(queue.covered_s, 4)
+            if queue.suggested is not None:
+                suggest = {"prefetch_factor": queue.suggested}
     held_cpu = held if bottleneck == CPU else None
-    action = _more_workers_action(plan, workers, cores, held_cpu, line, job_cores, batch_s, keeping_up)
+    action = _more_workers_action(plan, workers, cores, held_cpu, line, job_cores, batch_s, keeping_up, queue)
     if now is not None and now != plan.needed:
         action += (
             f" This window's wait gives {now}: within a quarter of {plan.needed}, the measurement's noise, so "
