@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+import operator
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,11 +52,34 @@ class _RuleState:
     _inversions: int = 0
     """Evaluations kept that came with an earlier time than the one before: while there are any, every share is
     summed anew, and ``held_s`` once they are gone."""
+    run_from: float = 0.0
+    """The time of the first evaluation of the last run of equal ones (all held, or none)."""
+
+    def settled(self, now: float, hold_s: float) -> bool:
+        """Whether another evaluation the same as the last one changes nothing: every evaluation of the last
+        ``hold_s`` is the same, and the advice agrees with it (raised while it holds, none while it does not)."""
+        evaluations = self.evaluations
+        if not evaluations or self._inversions or self.run_from > now - hold_s:
+            return False
+        return evaluations[-1][1] == (self.advice is not None)
+
+    def extend(self, times: Sequence[float], hold_s: float) -> None:
+        """Evaluations at ``times`` (later than the last one) the same as the last one: what ``record`` would make
+        of them one by one, made at once."""
+        held = self.evaluations[-1][1]
+        kept = [at for at, _ in self.evaluations]
+        kept += times
+        cut = max(0, bisect.bisect_right(kept, kept[-1] - hold_s) - 1, len(kept) - MAX_HISTORY_SAMPLES)
+        self.evaluations = deque((at, held) for at in kept[cut:])
+        self.held_s = _held_between(self.evaluations) if held else 0.0
+        self._recount = len(self.evaluations)
 
     def record(self, time: float, held: bool, hold_s: float) -> float | None:
         """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window.
         At most ``MAX_HISTORY_SAMPLES`` are kept, the oldest dropped first."""
         evaluations = self.evaluations
+        if not evaluations or evaluations[-1][1] != held:
+            self.run_from = time
         if evaluations:
             if time < evaluations[-1][0]:
                 self._inversions += 1
@@ -148,9 +172,26 @@ class _JudgedTimes:
 
 class ProcessState:
     """What the rules keep of one watched process: its samples over ``history_s``, oldest first, the lineage of the
-    windows made of them, and the state of each of its rules, by rule id."""
+    windows made of them, and the state of each of its rules, by rule id.
 
-    __slots__ = ("inversions", "lineage", "samples", "states")
+    While every sample of the history is the same but for its time (``same_but_time``), spaced as at the last tick,
+    the rules' windows are the last tick's moved in time, and a rule gives what it gave (``key``); once a tick's
+    verdicts were those of the tick before with the same key (``quiet_key``), and every rule's evaluations and
+    advice agree with its verdict, the rules are not asked again until something they read changes: the times of
+    the ticks passed over (``passed``) become evaluations when a rule is next judged."""
+
+    __slots__ = (
+        "inversions",
+        "key",
+        "lineage",
+        "passed",
+        "quiet_key",
+        "run_first",
+        "samples",
+        "settled",
+        "states",
+        "verdicts",
+    )
 
     def __init__(self) -> None:
         self.samples: deque[JobSample] = deque()
@@ -158,6 +199,16 @@ class ProcessState:
         self.states: dict[str, _RuleState] = {}
         self.inversions = 0
         """Samples kept that came with an earlier time than the one before them."""
+        self.run_first: JobSample | None = None
+        """The first of the last samples that are the same but for their time."""
+        self.key: tuple[object, ...] | None = None
+        self.verdicts: list[object] = []
+        """What each rule gave at the last tick it was judged (``_UNJUDGED`` where it was not)."""
+        self.quiet_key: tuple[object, ...] | None = None
+        self.passed: list[float] = []
+        self.settled = False
+        """Every rule's evaluations and advice agree with its verdict (``_RuleState.settled``) since a tick passed
+        over: they go on agreeing while the ticks are passed over."""
 
     def add(self, sample: JobSample, oldest: float) -> None:
         """Add a snapshot's sample and forget those older than ``oldest``, and the oldest beyond
@@ -165,6 +216,8 @@ class ProcessState:
         samples = self.samples
         if samples and sample.time < samples[-1].time:
             self.inversions += 1
+        if not samples or not same_but_time(samples[-1], sample):
+            self.run_first = sample
         samples.append(sample)
         while samples[0].time < oldest or len(samples) > MAX_HISTORY_SAMPLES:
             gone = samples.popleft()
@@ -176,6 +229,49 @@ class ProcessState:
         """This tick's window of the samples."""
         self.lineage.next_tick()
         return JobWindow(tuple(self.samples), self.lineage)
+
+    def steady_key(self, spans_s: tuple[float, ...]) -> tuple[object, ...] | None:
+        """The same for two ticks whose windows are the same but moved in time; None while the history's samples
+        differ (or go back in time, or a job's start-up is still in it: ``age_s`` is read as past it or not)."""
+        samples = self.samples
+        first = self.run_first
+        if self.inversions or first is None or first.time > samples[0].time:
+            return None
+        age_s = samples[0].age_s
+        if age_s is not None and age_s < th.HOST_WARMUP_S:
+            return None
+        now = samples[-1].time
+        offsets = [s.time - now for s in samples]
+        for span_s in spans_s:
+            # A sample a rounding error from a window's start may fall in it at one tick and out at the next.
+            near = bisect.bisect_left(offsets, -span_s - _ROUNDING_S)
+            if near < len(offsets) and offsets[near] < -span_s + _ROUNDING_S and offsets[near] != -span_s:
+                return None
+        return (first, tuple(offsets))
+
+    def catch_up(self, hold_s: dict[str, float]) -> None:
+        """Make evaluations of the ticks passed over, each the same as the rule's last one."""
+        if self.passed:
+            for rule_id, state in self.states.items():
+                state.extend(self.passed, hold_s[rule_id])
+            self.passed = []
+
+
+_CONTENT = ("view", "host", "gpus", "gpu_rows", "worker_gpu_rows", "rss_bytes", "local_ranks", "loader", "process")
+"""What a sample holds but its time and age (``age_s``, its time less the process's start)."""
+_UNJUDGED = object()
+_ROUNDING_S = 1e-6
+MAX_PASSED = 256
+"""Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
+
+
+def same_but_time(a: JobSample, b: JobSample) -> bool:
+    """Whether two samples of a process hold the same but for their time."""
+    for name in _CONTENT:
+        x, y = getattr(a, name), getattr(b, name)
+        if x is not y and x != y:
+            return False
+    return True
 
 
 def advice_of(
@@ -239,6 +335,8 @@ class Advisor:
             return self.active
         oldest = now - config.history_s
         rules = [(rule, rule.hold_s(config)) for rule in self.rules]
+        hold_of = {rule.id: hold_s for rule, hold_s in rules}
+        spans_s = (config.window_s, config.gpu_idle_s, config.history_s)
         watched = self._views(snap)
         windows: dict[int, JobWindow] = {}
         for view, local_ranks in watched:
@@ -251,21 +349,46 @@ class Advisor:
             latest = window.latest
             self._gpus[pid] = tuple(g.index for g in latest.gpus)
             at = latest.time
-            trains = view.trains
             states = process.states
+            key = process.steady_key(spans_s)
+            if (
+                key is not None
+                and key == process.quiet_key
+                and (process.settled or all(state.settled(at, hold_of[rule_id]) for rule_id, state in states.items()))
+            ):
+                process.settled = True
+                process.passed.append(at)
+                if len(process.passed) >= MAX_PASSED:
+                    process.catch_up(hold_of)
+                continue
+            process.catch_up(hold_of)
+            process.settled = False
+            trains = view.trains
             timed = latest.step is not None
+            verdicts: list[object] = []
             for rule, hold_s in rules:
+                finding: object = _UNJUDGED
                 if rule.gpu or trains:
                     state = states.get(rule.id)
+                    if state is None and rule.step and not timed:
+                        verdicts.append(finding)
+                        continue  # nothing to judge before the probe reports a step
                     if state is None:
-                        if rule.step and not timed:
-                            continue  # nothing to judge before the probe reports a step
                         state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
                     finding = rule.check(window, config)
                     if finding is None and state.advice is None:
                         state.record(at, False, hold_s)  # nothing raised, nothing to raise
                     else:
                         self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
+                verdicts.append(finding)
+            same = (
+                key is not None
+                and key == process.key
+                and len(verdicts) == len(process.verdicts)
+                and all(map(operator.is_, verdicts, process.verdicts))
+            )
+            process.quiet_key = key if same else None
+            process.key, process.verdicts = key, verdicts
         alive = windows.keys()
         jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
         for job in jobs:
