@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gputop.cli import args as checks
 from gputop.cli.console import error, needs_textual
-from gputop.limits import MIN_INTERVAL_S
+from gputop.limits import MIN_INTERVAL_S, ONE_SHOT_WINDOW_S
 
 if TYPE_CHECKING:
     from gputop.collect.slurm_allocation import Allocation
@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The top-level options of the dashboard and its one-snapshot forms."""
-    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit")
-    parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
+    window = f"rates over a {ONE_SHOT_WINDOW_S * 1000:.0f} ms window: GPM needs 100 ms between two samples"
+    parser.add_argument("--once", action="store_true", help=f"print one snapshot as a table and exit ({window})")
+    parser.add_argument("--json", action="store_true", help=f"print one snapshot as JSON and exit ({window})")
     checks.add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
     parser.add_argument("--pid", type=checks.pid, metavar="PID", help="focus on one process, its children and workers")
     parser.add_argument(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Literal
 
 from gputop.collect.nvml import NvmlCollector
+from gputop.limits import ONE_SHOT_WINDOW_S
 from gputop.model import GpuProcess, HostProcess, Snapshot
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class SnapshotMaker:
         self._joined = joined
         return out
 
-    def one_shot(self, window_s: float = 0.12, during: Callable[[], object] | None = None) -> Snapshot:
+    def one_shot(self, window_s: float = ONE_SHOT_WINDOW_S, during: Callable[[], object] | None = None) -> Snapshot:
         """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown.
 
         The window is just over the 100 ms that NVML asks between two GPM samples. The host and training collectors
