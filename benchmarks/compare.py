@@ -116,6 +116,8 @@ def main() -> int:
     parser.add_argument("--tools-venv", type=Path, help="a venv that already has nvitop and gpustat")
     parser.add_argument("--quick", action="store_true", help="3 rounds, 15 s windows, shorter benchmarks")
     parser.add_argument("--out", type=Path, help="also write the tables here")
+    parser.add_argument("--gpus", type=int, default=GPUS, help="fake GPUs (64 for the scale row)")
+    parser.add_argument("--processes", type=int, default=GPU_PROCESSES, help="GPU processes (2000 for the scale row)")
     parser.add_argument("--size", default="160x48", help="the dashboards' terminal, COLUMNSxLINES (140x40 as well)")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds after the first frame before the window")
     parser.add_argument(
@@ -127,10 +129,10 @@ def main() -> int:
         args.rounds, args.seconds = 3, 15.0
     compileall.compile_dir(ROOT / "gputop", quiet=1)
     out: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="gputop-compare-") as name, sleepers(GPU_PROCESSES) as group:
+    with tempfile.TemporaryDirectory(prefix="gputop-compare-") as name, sleepers(args.processes) as group:
         tmp = Path(name)
         state = tmp / "nvml-state.txt"
-        write_state(state, training_box(GPUS, group.pids))
+        write_state(state, training_box(args.gpus, group.pids))
         env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
         time.sleep(2.1)  # the fake re-parses a state file younger than 2 s at every call
         bin_dir = tools_venv(args.tools_venv, tmp) / "bin"
@@ -148,8 +150,8 @@ def main() -> int:
         )
         peer = medians.get("nvitop -1", {})
         out += [
-            f"One snapshot printed, {GPUS} fake GPUs, {GPU_PROCESSES} GPU processes, medians of {args.rounds * 3} "
-            "alternating runs:",
+            f"One snapshot printed, {args.gpus} fake GPUs, {args.processes} GPU processes, "
+            f"medians of {args.rounds * 3} alternating runs:",
             "",
             "| command | wall | CPU | wall vs nvitop -1 |",
             "|---|---|---|---|",
@@ -177,7 +179,8 @@ def main() -> int:
         peer = medians.get("nvitop", {})
         out += [
             "",
-            f"Dashboards in tmux ({args.size}), 1 s interval, {args.seconds:g} s windows from {args.settle:g} s "
+            f"Dashboards in tmux ({args.size}), {args.gpus} fake GPUs, {args.processes} GPU processes, 1 s interval, "
+            f"{args.seconds:g} s windows from {args.settle:g} s "
             f"after the first frame, medians of {args.rounds} alternating rounds:",
             "",
             "| tool | launch to first frame | CPU (% of one core) | CPU vs nvitop | peak RSS |",

@@ -119,7 +119,7 @@ def dashboard(
     On a terminal, the first snapshot is printed as the plain table of ``--once`` (on the alternate screen, which
     the dashboard then takes over) before Textual is imported: importing Textual and laying out the dashboard take
     about a quarter of a second more, the table under a tenth from launch. The sampler goes on with the same
-    ``SnapshotMaker``, so its first snapshot already has rates."""
+    ``SnapshotMaker`` and shows that snapshot first, so nothing is read twice before the dashboard's first frame."""
     for package in ("textual", "rich"):
         if importlib.util.find_spec(package) is None:
             return needs_textual(ImportError(name=package), "the dashboard", ONCE_WORKS)
@@ -127,8 +127,10 @@ def dashboard(
 
     maker = SnapshotMaker(focus_pid=pid)
     plain = sys.stdout.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+    first = None
     if plain:
-        first_frame(maker.snapshot())
+        first = maker.snapshot()
+        first_frame(first)
     else:
         # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first
         # snapshot (SnapshotMaker makes them when first used), where they would compete with Textual's start.
@@ -138,7 +140,7 @@ def dashboard(
         from gputop.ui.app import run_dashboard
         from gputop.ui.feed import LiveFeed
 
-        feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: maker), Advisor(pid))
+        feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: maker, first=first), Advisor(pid))
         return run_dashboard(
             feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id, allocation=allocation
         )
