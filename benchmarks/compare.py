@@ -64,7 +64,7 @@ def alternate(rounds: int, tools: list[str], run: Callable[[str], dict[str, floa
     for n in range(rounds):
         for tool in tools if n % 2 == 0 else reversed(tools):
             results[tool].append(run(tool))
-    return {tool: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for tool, runs in results.items()}
+    return {tool: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for tool, runs in results.items() if runs}
 
 
 def timed_run(argv: list[str], env: dict[str, str]) -> dict[str, float]:
@@ -79,10 +79,19 @@ def timed_run(argv: list[str], env: dict[str, str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
-def dashboard_run(command: list[str], env: dict[str, str], seconds: float, tmp: Path, tool: str) -> dict[str, float]:
-    running = launch(tool, command, env, Path(tempfile.mkdtemp(dir=tmp)))  # a fresh tmux socket for every run
+def dashboard_run(
+    command: list[str],
+    env: dict[str, str],
+    seconds: float,
+    tmp: Path,
+    tool: str,
+    size: str = "160x48",
+    settle: float = 2,
+) -> dict[str, float]:
+    # a fresh tmux socket for every run
+    running = launch(tool, command, env, Path(tempfile.mkdtemp(dir=tmp)), tuple(size.split("x")))
     try:
-        time.sleep(2)  # start-up work (imports, first layouts) ends before the window opens
+        time.sleep(settle)  # start-up work (imports, first layouts) ends before the window opens
         before, started, peak = running.cpu_s(), time.perf_counter(), 0
         while time.perf_counter() - started < seconds:
             peak = max(peak, running.rss_bytes())
@@ -107,15 +116,23 @@ def main() -> int:
     parser.add_argument("--tools-venv", type=Path, help="a venv that already has nvitop and gpustat")
     parser.add_argument("--quick", action="store_true", help="3 rounds, 15 s windows, shorter benchmarks")
     parser.add_argument("--out", type=Path, help="also write the tables here")
+    parser.add_argument("--gpus", type=int, default=GPUS, help="fake GPUs (64 for the scale row)")
+    parser.add_argument("--processes", type=int, default=GPU_PROCESSES, help="GPU processes (2000 for the scale row)")
+    parser.add_argument("--size", default="160x48", help="the dashboards' terminal, COLUMNSxLINES (140x40 as well)")
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds after the first frame before the window")
+    parser.add_argument(
+        "--only", action="append", choices=("once", "dashboards", "scripts"), help="run only these parts"
+    )
+    parser.add_argument("--without", action="append", default=[], help="leave this tool out (gpustat, bare-textual)")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.seconds = 3, 15.0
     compileall.compile_dir(ROOT / "gputop", quiet=1)
     out: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="gputop-compare-") as name, sleepers(GPU_PROCESSES) as group:
+    with tempfile.TemporaryDirectory(prefix="gputop-compare-") as name, sleepers(args.processes) as group:
         tmp = Path(name)
         state = tmp / "nvml-state.txt"
-        write_state(state, training_box(GPUS, group.pids))
+        write_state(state, training_box(args.gpus, group.pids))
         env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
         time.sleep(2.1)  # the fake re-parses a state file younger than 2 s at every call
         bin_dir = tools_venv(args.tools_venv, tmp) / "bin"
@@ -126,11 +143,15 @@ def main() -> int:
             "nvitop -1": [str(bin_dir / "nvitop"), "-1"],
             "gpustat --json": [str(bin_dir / "gpustat"), "--json"],
         }
-        medians = alternate(args.rounds * 3, list(once), lambda tool: timed_run(once[tool], env))
-        peer = medians["nvitop -1"]
+        once = {k: v for k, v in once.items() if k.split()[0] not in args.without}
+        parts = set(args.only or ("once", "dashboards", "scripts"))
+        medians = (
+            alternate(args.rounds * 3, list(once), lambda tool: timed_run(once[tool], env)) if "once" in parts else {}
+        )
+        peer = medians.get("nvitop -1", {})
         out += [
-            f"One snapshot printed, {GPUS} fake GPUs, {GPU_PROCESSES} GPU processes, medians of {args.rounds * 3} "
-            "alternating runs:",
+            f"One snapshot printed, {args.gpus} fake GPUs, {args.processes} GPU processes, "
+            f"medians of {args.rounds * 3} alternating runs:",
             "",
             "| command | wall | CPU | wall vs nvitop -1 |",
             "|---|---|---|---|",
@@ -149,14 +170,18 @@ def main() -> int:
             "gpustat": [str(bin_dir / "gpustat"), "-i", "1"],
             "bare-textual": [sys.executable, str(bare)],
         }
+        dashboards = {k: v for k, v in dashboards.items() if k not in args.without}
         medians = alternate(
-            args.rounds, list(dashboards), lambda tool: dashboard_run(dashboards[tool], env, args.seconds, tmp, tool)
+            args.rounds if "dashboards" in parts else 0,
+            list(dashboards),
+            lambda tool: dashboard_run(dashboards[tool], env, args.seconds, tmp, tool, args.size, args.settle),
         )
-        peer = medians["nvitop"]
+        peer = medians.get("nvitop", {})
         out += [
             "",
-            f"Dashboards in tmux (160x48), 1 s interval, {args.seconds:g} s windows, medians of {args.rounds} "
-            "alternating rounds:",
+            f"Dashboards in tmux ({args.size}), {args.gpus} fake GPUs, {args.processes} GPU processes, 1 s interval, "
+            f"{args.seconds:g} s windows from {args.settle:g} s "
+            f"after the first frame, medians of {args.rounds} alternating rounds:",
             "",
             "| tool | launch to first frame | CPU (% of one core) | CPU vs nvitop | peak RSS |",
             "|---|---|---|---|---|",
@@ -174,7 +199,7 @@ def main() -> int:
         ("Recording size (`recording_size.py`)", "recording_size.py", ["--seconds", seconds]),
     )
     print("\n".join(out[shown:]), flush=True)
-    for title, script, script_args in scripts:
+    for title, script, script_args in scripts if "scripts" in parts else ():
         out += ["", f"{title}:", "", run_script(script, *script_args)]
         print("\n".join(out[-4:]), flush=True)
     text = "\n".join(out)

@@ -93,11 +93,12 @@ class Running:
         return sum(p.memory_info().rss for p in self.family())
 
 
-def launch(tool: str, argv: list[str], env: dict[str, str], tmp: Path) -> Running:
-    """Start ``tool`` in a fresh tmux server and time it to its first frame; it is left running."""
+def launch(tool: str, argv: list[str], env: dict[str, str], tmp: Path, size: tuple[str, ...] = SIZE) -> Running:
+    """Start ``tool`` in a fresh tmux server of ``size`` (columns, lines) and time it to its first frame; it is left
+    running."""
     tmux = Tmux(tmp / f"{tool}.sock")
     # A shell first, the tool exec'd into it: the pane has its final size, and the pane's PID is the tool.
-    tmux("new-session", "-d", "-s", tool, "-x", SIZE[0], "-y", SIZE[1], "bash --norc --noprofile")
+    tmux("new-session", "-d", "-s", tool, "-x", size[0], "-y", size[1], "bash --norc --noprofile")
     pid = int(tmux("display", "-p", "-t", tool, "#{pane_pid}"))
     line = "exec env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv)
     started = time.perf_counter()

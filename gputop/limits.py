@@ -4,6 +4,9 @@ sampler keep within them."""
 
 MIN_INTERVAL_S = 0.1
 """The shortest time between two snapshots: below it the sampler's own cost is most of what it would show."""
+ONE_SHOT_WINDOW_S = 0.12
+"""The window over which ``--once`` and ``--json`` measure their rates (CPU %, GPM's SM activity): just over the
+100 ms that NVML asks between two GPM samples. ``--help`` says it: it is most of their time."""
 MAX_SECONDS = 86_400.0
 """The longest interval, duration or window any option takes: a day. Longer ones are typing mistakes, and past
 about 1e10 s they overflow the clocks and timers they reach (``time_t``, ``threading.Event.wait``)."""

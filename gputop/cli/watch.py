@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import os
 import shutil
 import sys
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gputop.cli import args as checks
 from gputop.cli.console import error, needs_textual
-from gputop.limits import MIN_INTERVAL_S
+from gputop.limits import MIN_INTERVAL_S, ONE_SHOT_WINDOW_S
 
 if TYPE_CHECKING:
     from gputop.collect.slurm_allocation import Allocation
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The top-level options of the dashboard and its one-snapshot forms."""
-    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit")
-    parser.add_argument("--json", action="store_true", help="print one snapshot as a JSON document and exit")
+    window = f"rates over a {ONE_SHOT_WINDOW_S * 1000:.0f} ms window: GPM needs 100 ms between two samples"
+    parser.add_argument("--once", action="store_true", help=f"print one snapshot as a table and exit ({window})")
+    parser.add_argument("--json", action="store_true", help=f"print one snapshot as JSON and exit ({window})")
     checks.add_interval(parser, "interval", f"seconds between updates (default 1.0, at least {MIN_INTERVAL_S})")
     parser.add_argument("--pid", type=checks.pid, metavar="PID", help="focus on one process, its children and workers")
     parser.add_argument(
@@ -57,6 +59,10 @@ def main(args: argparse.Namespace) -> int:
 def slurm_allocation(job_id: str | None) -> Allocation | None:
     """The Slurm job whose GPUs come first: the one named (asked of ``scontrol`` now), else the allocation gputop
     runs in; a named job Slurm does not know is a UsageError."""
+    if job_id is None and not os.environ.get("SLURM_JOB_ID", "").strip():
+        # Outside an allocation (most starts) nothing of Slurm's is imported before the first sample: its module
+        # brings subprocess, socket and the model in ahead of NVML.
+        return None
     from gputop.collect.slurm import ask_scontrol
     from gputop.collect.slurm_allocation import allocation_from_env, allocation_of
 
@@ -108,20 +114,54 @@ def dashboard(
     job_id: str | None = None,
     allocation: Allocation | None = None,
 ) -> int:
-    """The live dashboard: this machine's snapshots from the sampler's thread, through the advisor, until ``q``."""
-    try:
-        from gputop.ui.app import run_dashboard
-    except ImportError as exc:
-        return needs_textual(exc, "the dashboard", "; gputop --once and --json work without it")
-    # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first
-    # snapshot (SnapshotMaker makes them when first used), where they would compete with Textual's start for the
-    # first frame.
-    from gputop.advisor import Advisor
-    from gputop.collect import host, training  # noqa: F401
-    from gputop.collect.sampler import Sampler, SnapshotMaker
-    from gputop.ui.feed import LiveFeed
+    """The live dashboard: this machine's snapshots from the sampler's thread, through the advisor, until ``q``.
 
-    feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: SnapshotMaker(focus_pid=pid)), Advisor(pid))
-    return run_dashboard(
-        feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id, allocation=allocation
-    )
+    On a terminal, the first snapshot is printed as the plain table of ``--once`` (on the alternate screen, which
+    the dashboard then takes over) before Textual is imported: importing Textual and laying out the dashboard take
+    about a quarter of a second more, the table under a tenth from launch. The sampler goes on with the same
+    ``SnapshotMaker`` and shows that snapshot first, so nothing is read twice before the dashboard's first frame."""
+    for package in ("textual", "rich"):
+        if importlib.util.find_spec(package) is None:
+            return needs_textual(ImportError(name=package), "the dashboard", ONCE_WORKS)
+    from gputop.collect.sampler import Sampler, SnapshotMaker
+
+    maker = SnapshotMaker(focus_pid=pid)
+    plain = sys.stdout.isatty() and os.environ.get("TERM", "dumb") != "dumb"
+    first = None
+    if plain:
+        first = maker.snapshot()
+        first_frame(first)
+    else:
+        # The collectors' modules imported here, before Textual starts, not by the sampler's thread at its first
+        # snapshot (SnapshotMaker makes them when first used), where they would compete with Textual's start.
+        from gputop.collect import host, training  # noqa: F401
+    try:
+        from gputop.advisor import Advisor
+        from gputop.ui.app import run_dashboard
+        from gputop.ui.feed import LiveFeed
+
+        feed = LiveFeed(Sampler(interval_s, maker_factory=lambda: maker, first=first), Advisor(pid))
+        return run_dashboard(
+            feed, interval_s=interval_s, focus_pid=pid, readonly=readonly, job_id=job_id, allocation=allocation
+        )
+    except BaseException:
+        if plain:  # Textual never took the screen over (or failed to): back to the user's own screen
+            sys.stdout.write(LEAVE_ALTERNATE_SCREEN)
+            sys.stdout.flush()
+        raise
+
+
+ONCE_WORKS = "; gputop --once and --json work without it"
+ENTER_ALTERNATE_SCREEN = "\x1b[?1049h\x1b[H\x1b[2J"
+LEAVE_ALTERNATE_SCREEN = "\x1b[?1049l"
+
+
+def first_frame(snap: Snapshot) -> None:
+    """The snapshot as ``--once`` prints it, cut to the terminal, on the alternate screen: what the dashboard shows
+    until Textual has drawn its own first frame (rates read N/A: there is no window behind them yet)."""
+    from gputop.table import render_text
+
+    size = shutil.get_terminal_size()
+    lines = render_text(snap, size.columns).splitlines()[: max(1, size.lines - 1)]
+    sys.stdout.write(ENTER_ALTERNATE_SCREEN + "\n".join(line[: size.columns] for line in lines))
+    sys.stdout.flush()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Literal
 
 from gputop.collect.nvml import NvmlCollector
+from gputop.limits import ONE_SHOT_WINDOW_S
 from gputop.model import GpuProcess, HostProcess, Snapshot
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class SnapshotMaker:
         self._joined = joined
         return out
 
-    def one_shot(self, window_s: float = 0.12, during: Callable[[], object] | None = None) -> Snapshot:
+    def one_shot(self, window_s: float = ONE_SHOT_WINDOW_S, during: Callable[[], object] | None = None) -> Snapshot:
         """A single snapshot whose rates (CPU %, SM activity) cover a short window instead of being unknown.
 
         The window is just over the 100 ms that NVML asks between two GPM samples. The host and training collectors
@@ -196,10 +197,18 @@ class Sampler:
     A subscriber that raises is logged and kept; the sampling goes on.
     """
 
-    def __init__(self, interval_s: float = 1.0, maker_factory: Callable[[], SnapshotMaker] = SnapshotMaker) -> None:
-        """``maker_factory`` runs on the sampling thread, so NVML is initialised there."""
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        maker_factory: Callable[[], SnapshotMaker] = SnapshotMaker,
+        first: Snapshot | None = None,
+    ) -> None:
+        """``maker_factory`` runs on the sampling thread, so NVML is initialised there. ``first``: a snapshot the
+        maker has already made (the dashboard's plain first frame), handed on as the first one instead of making
+        another at once (at 2,000 processes a first snapshot costs a second of CPU)."""
         self.interval_s = interval_s
         self._maker_factory = maker_factory
+        self._first = first
         self._subscribers: list[Subscriber] = []
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -237,7 +246,7 @@ class Sampler:
             while not self._stop.is_set():
                 started = time.monotonic()
                 try:
-                    snap = maker.snapshot()
+                    snap, self._first = self._first or maker.snapshot(), None
                 except Exception:  # a collector bug must not end sampling for good
                     log.exception("snapshot failed")
                 else:

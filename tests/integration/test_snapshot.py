@@ -13,7 +13,7 @@ import pytest
 
 from gputop.collect.host import HostCollector
 from gputop.collect.sampler import Sampler, SnapshotMaker, with_host
-from gputop.model import MEASURING, NOT_VISIBLE, PROCESS_EXITED, GpuProcess, HostProcess
+from gputop.model import MEASURING, NOT_VISIBLE, PROCESS_EXITED, GpuProcess, HostProcess, Snapshot
 from tests.factories import wait_until
 from tests.fakenvml.state import FakeProcess, FakeState
 from tests.machines import GIB, h100, training_box
@@ -200,6 +200,31 @@ def test_sampler_delivers_snapshots_from_its_own_thread(fake_driver):
 
     assert {name for name, _ in seen} == {"gputop-sampler"}
     assert {count for _, count in seen} == {2}
+
+
+def test_sampler_hands_on_a_snapshot_already_made_as_its_first(fake_driver):
+    """The dashboard's plain first frame took a snapshot: the sampler shows that one, it does not read again."""
+    fake_driver(training_box(1, []))
+    maker = SnapshotMaker()
+    first = maker.snapshot()
+    made, calls = maker.snapshot, []
+
+    def counted(force_slow: bool = False) -> Snapshot:
+        calls.append(force_slow)
+        return made(force_slow)
+
+    maker.snapshot = counted
+    seen: list[Snapshot] = []
+    sampler = Sampler(interval_s=0.1, maker_factory=lambda: maker, first=first)
+    sampler.subscribe(seen.append)
+    sampler.start()
+    try:
+        wait_until(lambda: len(seen) >= 2)
+    finally:
+        sampler.stop()
+
+    assert seen[0] is first and seen[1] is not first
+    assert len(calls) == len(seen) - 1
 
 
 def test_a_failing_subscriber_does_not_stop_sampling(fake_driver):

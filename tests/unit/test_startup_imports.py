@@ -4,7 +4,10 @@ probe's patching nor the memory estimator, and the command line is built without
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import subprocess
 import sys
 import time
@@ -15,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from gputop.cli import watch
 from gputop.collect import sampler
 from gputop.collect.sampler import RATE_WINDOW_S, SnapshotMaker
 from tests.conftest import FakeDriver
@@ -30,8 +34,12 @@ LATER = (
     "gputop.probe",
     "gputop.document",
     "pathlib",
+    "gputop.collect.slurm",
+    "http.client",
+    "ssl",
 )
-"""Modules ``gputop --once --json`` imports only after its first NVML read, if at all."""
+"""Modules ``gputop --once --json`` imports only after its first NVML read, if at all (Slurm's module, with its
+subprocess and socket, only inside an allocation; the API server's HTTP and TLS only when it is asked)."""
 
 AT_ALL = ("gputop.table", "gputop.document", "gputop.probe.hooks", "multiprocessing", "gputop.estimate.api", "logging")
 """Of these, ``gputop --once --json`` imports only the JSON document: not the table, not the probe's patching
@@ -80,6 +88,41 @@ def test_building_the_whole_command_line_imports_no_estimator() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "['gputop.estimate', 'gputop.estimate.defaults']"
+
+
+PLAIN_FIRST = """
+import sys
+from gputop.cli import watch
+show = watch.first_frame
+def spy(snap):
+    show(snap)
+    print("|textual imported:", "textual" in sys.modules, flush=True)
+    raise SystemExit(0)
+watch.first_frame = spy
+from gputop.cli import main
+sys.exit(main([]))
+"""
+
+
+def test_the_dashboard_prints_its_first_snapshot_before_importing_textual(
+    fake_driver: Callable[..., FakeDriver],
+) -> None:
+    """On a terminal the GPUs are on screen, as the plain table, while Textual is still to be imported."""
+    driver = fake_driver(training_box(2, []))
+    leader, follower = pty.openpty()
+    env = {**driver.env(), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "8"}
+    process = subprocess.Popen([sys.executable, "-c", PLAIN_FIRST], stdout=follower, env=env, cwd=ROOT)
+    os.close(follower)
+    screen = b""
+    with contextlib.suppress(OSError):  # the pty's end reads as EIO once the process has exited
+        while chunk := os.read(leader, 65536):
+            screen += chunk
+    os.close(leader)
+    assert process.wait(timeout=60) == 0
+    frame, _, after = screen.decode().partition("|")
+    assert frame.startswith(watch.ENTER_ALTERNATE_SCREEN) and "NVIDIA H100" in frame
+    assert all(len(line) <= 100 for line in frame.splitlines()) and len(frame.splitlines()) <= 7
+    assert after.strip() == "textual imported: False"
 
 
 class Recorder:

@@ -7,11 +7,10 @@ refresh, whatever the number of processes, and needs ``list`` on ``pods`` (docs/
 
 from __future__ import annotations
 
-import http.client
 import json
-import ssl
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from gputop.collect.pods.names import (
@@ -27,6 +26,9 @@ from gputop.collect.pods.names import (
 )
 from gputop.collect.pods.source import PodSourceError
 from gputop.sanitize import printable
+
+if TYPE_CHECKING:
+    import http.client
 
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 """The most of one pod list read: a pod with its managed fields takes 5 to 20 KB, so this holds well over a
@@ -57,6 +59,12 @@ class ApiServer:
         return parse_pod_list(self._get())
 
     def _get(self) -> bytes:
+        # Imported at the first request, not with the module: every dashboard and --once imports the host
+        # collector, which makes a resolver, and http.client with ssl cost 20-40 ms of start-up for a source that
+        # most machines never ask.
+        import http.client
+        import ssl
+
         token = _token(self.token_file)
         parts = urlsplit(self.url)
         path = f"/api/v1/pods?fieldSelector={quote(f'spec.nodeName={self.node}', safe='')}"
