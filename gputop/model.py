@@ -312,6 +312,9 @@ class Gpu:
     health: GpuHealth | None = None
     """Xid errors, remapped rows, retired pages, PCIe replays and time under each clock limit, with the state
     judged from them; None where the GPU could not be read, or in a recording made before gputop judged health."""
+    pci_bus_id: str | None = None
+    """Where the GPU sits on the PCI bus, as nvidia-smi, NVML's ``busId`` and dcgm-exporter's ``pci_bus_id`` label
+    write it: ``00000000:07:00.0`` (domain, bus, device, function in upper-case hex). Fixed while the driver runs."""
 
     @property
     def memory_used_fraction(self) -> float | None:
@@ -346,6 +349,8 @@ CGROUP_NAMESPACE = "cgroup namespace: the path is relative to the container"
 """The reason for no container where gputop runs in a cgroup namespace of its own and the process's cgroup is that
 namespace's root: the process shares gputop's container, which the path cannot name."""
 MALFORMED_CGROUP = "malformed /proc/PID/cgroup"
+PCI_BUS_ID_FORM = r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]"
+"""A PCI bus id as NVML's ``busId`` (``NVML_DEVICE_PCI_BUS_ID_FMT``) writes it; anything else is no reading."""
 CONTAINER_ID_CHARS = 64
 """The longest container id kept: the 64 hex digits Docker, containerd, CRI-O and Podman use."""
 CONTAINER_NAME_CHARS = 256

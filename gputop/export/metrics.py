@@ -376,21 +376,29 @@ def training_labels(view: TrainingView, per_process: bool = False) -> tuple[str,
 
 DCGM_LABELS = (("UUID", "uuid"), ("modelName", "name"))
 """dcgm-exporter's names for two of gputop's GPU labels, and gputop's: with ``--dcgm-labels`` every GPU series
-carries both, and ``Hostname`` (docs/exporter.md#beside-dcgm-exporter)."""
+carries both, ``pci_bus_id`` and ``Hostname`` (docs/exporter.md#beside-dcgm-exporter)."""
 DCGM_HOSTNAME = "Hostname"
+DCGM_PCI_BUS_ID = "pci_bus_id"
 
 
-def dcgm_labelled(families: Iterable[Metric], hostname: str) -> list[Metric]:
+def dcgm_labelled(families: Iterable[Metric], hostname: str, gpus: Iterable[Gpu] = ()) -> list[Metric]:
     """``families`` with dcgm-exporter's label names added beside gputop's on every GPU series (those labelled
-    ``gpu``, ``uuid`` and ``name``), so that ``on(UUID)`` joins the two exporters' series. The series stay as
-    many: each gains labels, none is added."""
+    ``gpu``, ``uuid`` and ``name``), so that ``on(UUID)`` or ``on(pci_bus_id, Hostname)`` joins the two exporters'
+    series. ``pci_bus_id`` is the bus id of the GPU of ``gpus`` with the series' UUID, empty (no label, to
+    Prometheus) where the driver did not give one. The series stay as many: each gains labels, none is added."""
+    bus_ids = {g.uuid: g.pci_bus_id or "" for g in gpus if g.uuid is not None}
     labelled = []
     for family in families:
         samples = family.samples
         if samples and set(GPU_LABELS) <= samples[0].labels.keys():
             family.samples = [
                 s._replace(
-                    labels={**s.labels, **{dcgm: s.labels[ours] for dcgm, ours in DCGM_LABELS}, DCGM_HOSTNAME: hostname}
+                    labels={
+                        **s.labels,
+                        **{dcgm: s.labels[ours] for dcgm, ours in DCGM_LABELS},
+                        DCGM_PCI_BUS_ID: bus_ids.get(s.labels["uuid"], ""),
+                        DCGM_HOSTNAME: hostname,
+                    }
                 )
                 for s in samples
             ]

@@ -122,3 +122,11 @@ def test_mig_instance_series_keep_their_own_labels() -> None:
 
     [total] = [s for s in samples if s.name == "gputop_mig_memory_total_bytes"]
     assert "UUID" not in total.labels and total.labels["uuid"] == "MIG-1"
+
+
+def test_dcgm_labels_name_each_gpu_by_its_pci_bus_id_as_dcgm_exporter_does() -> None:
+    on_bus = replace(GPU, pci_bus_id="00000000:07:00.0")
+
+    samples = scrape(snapshot(gpus=(on_bus,)), dcgm_hostname="gpu-node-07")
+
+    assert value(samples, "gputop_gpu_up", pci_bus_id="00000000:07:00.0", Hostname="gpu-node-07") == 1
