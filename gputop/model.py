@@ -1066,6 +1066,10 @@ SOURCE_EXTERNAL: Final = "external"
 SOURCE_BOTH: Final = "both"
 
 
+NO_PROCESS: Final = 0
+"""``Advice.pid`` of a finding about a GPU that no process is on (no process has PID 0)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Advice:
     """One finding of the advisor about a training process (or a job, or a GPU): what is wrong, the numbers behind
@@ -1095,6 +1099,14 @@ class Advice:
     pids: tuple[int, ...] = ()
     """Every process the finding holds for, ``pid`` first, when there are several: the ranks of a job for a
     finding that holds on each, the processes on one GPU for a GPU's finding. Empty: ``pid`` alone."""
+
+    @property
+    def subject(self) -> str:
+        """Whom the finding is about: ``PID 4242``, ``PIDs 4242, 4243``, or ``GPU 3`` for a GPU's finding with no
+        process on the GPU."""
+        if self.pid == NO_PROCESS:
+            return f"GPU {self.evidence.get('gpu_index', '?')}"
+        return f"PID {self.pid}" if not self.pids else "PIDs " + ", ".join(map(str, self.pids))
 
     @property
     def concerns(self) -> tuple[int, ...]:
