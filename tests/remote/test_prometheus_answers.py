@@ -22,7 +22,7 @@ from gputop.remote.prometheus.query import (
     http_query,
     server_url,
 )
-from gputop.remote.prometheus.readings import DCGM_SAMPLED, GPUTOP_SAMPLED, QUERIES, read_fleet
+from gputop.remote.prometheus.readings import DCGM_SAMPLED, DOWN, GPUTOP_SAMPLED, QUERIES, down_targets, read_fleet
 from gputop.remote.prometheus.source import PrometheusFleet
 from gputop.remote.status import STALE, UNREACHABLE
 from gputop.ui.hosts.app import hosts_app
@@ -274,3 +274,17 @@ async def test_a_host_found_after_the_start_gets_a_section_of_its_own():
         sections = app.screen.query(HostSection)
         assert [s.host_name for s in sections] == ["a:1", "b:1"]
         assert [line[2:].split()[0] for line in lines_of(app.screen.query_one(HostSummary))[1:]] == ["a:1", "b:1"]
+
+
+@pytest.mark.fast
+def test_only_the_exporters_targets_that_are_down_are_hosts_not_every_target_prometheus_scrapes():
+    answers = {
+        GPUTOP_SAMPLED: [Sample({"instance": "gpu-1:24400", "job": "gpus"}, 1700000000.0)],
+        DOWN: [
+            Sample({"instance": "gpu-2:24400", "job": "gpus"}, 0.0),
+            Sample({"instance": "gpu-3:9400", "job": "dcgm-exporter"}, 0.0),
+            Sample({"instance": "gpu-1:9100", "job": "node"}, 0.0),
+        ],
+    }
+
+    assert down_targets(answers) == ["gpu-2:24400", "gpu-3:9400"]

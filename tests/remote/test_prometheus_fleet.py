@@ -1,6 +1,7 @@
 """The multi-host view read from a real Prometheus (Debian's ``prometheus``) scraping three ``gputop export``
-instances on loopback, each over its own fake driver: every host with its GPUs, and a host whose exporter stops
-shown as stale with the age of its last sample."""
+instances on loopback, each over its own fake driver, and a fourth target where nothing listens: every host with
+its GPUs, the fourth down from the start, and a host whose exporter stops shown as stale with the age of its last
+sample."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from gputop.model import DriverInfo, HostInfo, Snapshot
 from gputop.remote.prometheus.query import http_query
 from gputop.remote.prometheus.readings import read_fleet
 from gputop.remote.prometheus.source import PrometheusFleet, run_queries
-from gputop.remote.status import LIVE, STALE, HostStatus
+from gputop.remote.status import LIVE, STALE, UNREACHABLE, HostStatus
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostSection, HostSummary
 from gputop.ui.text.gpu import Palette
@@ -25,7 +26,7 @@ from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
 from tests.factories import DEADLINE_S, wait_until
 from tests.machines import GIB, training_box
-from tests.prometheus_server import PROMETHEUS, Prometheus, start_prometheus
+from tests.prometheus_server import PROMETHEUS, Prometheus, free_port, start_prometheus
 
 GPUS = (2, 1, 4)
 """The GPUs of each of the three hosts, in the order of their exporters."""
@@ -37,6 +38,8 @@ TRAINING_PIDS = (4242, 4243)
 class Fleet:
     prometheus: Prometheus
     exporters: list[Exporter]
+    never_up: str
+    """A target of the gputop job where no exporter ever listened."""
 
     @property
     def url(self) -> str:
@@ -61,17 +64,19 @@ def scraped(tmp_path_factory) -> Iterator[Fleet]:
             driver.write(training_box(gpus, TRAINING_PIDS if n == 0 else ()))
             extra = ("--per-process",) if n == 0 else ()
             exporters.append(start_exporter(driver, "--listen", "127.0.0.1:0", *extra))
-        server = start_prometheus(tmp, {"gputop": [e.address for e in exporters]})
+        never_up = f"127.0.0.1:{free_port()}"
+        server = start_prometheus(tmp, {"gputop": [*(e.address for e in exporters), never_up]})
         running = server
 
         def all_gpus() -> bool | None:
-            return len(running.vector("gputop_gpu_sm_activity_ratio") or ()) == sum(GPUS) or None
+            scraped_all = len(running.vector("gputop_gpu_sm_activity_ratio") or ()) == sum(GPUS)
+            return (scraped_all and bool(running.vector("up == 0"))) or None
 
         try:
             wait_until(all_gpus, "Prometheus to hold every GPU of the three exporters")
         except AssertionError:
             pytest.fail(f"Prometheus did not scrape the exporters:\n{server.log.read_text()[-3000:]}")
-        yield Fleet(server, exporters)
+        yield Fleet(server, exporters, never_up)
     finally:
         if server is not None:
             server.stop()
@@ -112,8 +117,23 @@ async def test_the_fleet_view_shows_all_three_hosts_live_with_their_gpus(scraped
         while time.monotonic() < deadline and sum(" live " in line for line in await lines()) < 3:
             pass
         rows = {line[2:].split()[0]: line[2:].split()[1:3] for line in (await lines())[1:]}
-        assert rows == {e.address: ["live", str(gpus)] for e, gpus in zip(scraped.exporters, GPUS)}
-        assert len(app.screen.query(HostSection)) == 3
+        live = {e.address: ["live", str(gpus)] for e, gpus in zip(scraped.exporters, GPUS)}
+        assert {name: row for name, row in rows.items() if name != scraped.never_up} == live
+        assert rows[scraped.never_up][0] == "unreachable"
+        assert len(app.screen.query(HostSection)) == 4
+    fleet.stop()
+
+
+def test_a_target_down_before_it_gave_any_series_is_shown_down_with_why_from_the_start(scraped):
+    fleet = scraped.fleet()
+
+    fleet.discover()
+
+    (status,) = [s for s in fleet._statuses.values() if s.name == scraped.never_up]
+    assert status.state == UNREACHABLE and "up == 0" in status.reason
+    reason, info = section_text(status, status.since + 75)[:2]
+    assert "Prometheus cannot scrape it (up == 0)" in reason
+    assert f"down for {fmt_age(75)}" in info
     fleet.stop()
 
 
@@ -134,7 +154,7 @@ def test_a_host_whose_exporter_stops_is_stale_with_the_age_of_its_last_sample(sc
     last = statuses[gone].last_snapshot_at
     assert last is not None and stopped_at - 5 < last <= stopped_at  # its last scrape, before it stopped
     assert statuses[gone].shown_state(now) == STALE
-    assert {name: s.state for name, s in statuses.items() if name != gone} == {
+    assert {name: s.state for name, s in statuses.items() if name not in (gone, scraped.never_up)} == {
         e.address: LIVE for e in scraped.exporters[:2]
     }
     [section] = [line for line in section_text(statuses[gone], now) if "no update for" in line]

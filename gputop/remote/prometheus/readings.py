@@ -105,6 +105,10 @@ PROCESS_MEMORY: Final = "gputop_process_gpu_memory_bytes"
 PROCESS_SM: Final = "gputop_process_sm_ratio"
 ADVICE: Final = "gputop_advice_active"
 THROTTLE: Final = "gputop_gpu_throttle_reason"
+DOWN: Final = "up == 0"
+"""The scrape targets Prometheus cannot scrape now: a host down before it gave any series is known only here."""
+EXPORTER_JOBS: Final = ("gputop", "dcgm")
+"""Words in a scrape job's name that make its targets GPU exporters' even while none of them answers."""
 NO_PROCESSES: Final = {
     "gputop": "no GPU processes exported (gputop export --per-process exports them)",
     "dcgm-exporter": "dcgm-exporter exports no processes",
@@ -123,6 +127,7 @@ QUERIES: Final = (
     PROCESS_SM,
     ADVICE,
     THROTTLE,
+    DOWN,
 )
 """Every query of a refresh, one per family, all hosts at once."""
 
@@ -182,6 +187,20 @@ def read_fleet(answers: Answers) -> tuple[list[Reading], int]:
     readings += [_reading(name, host, "dcgm-exporter", _host_info(name, {}), ()) for name, host in dcgm.items()]
     readings.sort(key=lambda r: r.name)
     return readings[:MAX_HOSTS], max(0, len(readings) - MAX_HOSTS)
+
+
+def down_targets(answers: Answers) -> list[str]:
+    """The exporters' targets Prometheus cannot scrape (``up == 0``), by ``instance``, in name order: those of a
+    job that gputop's or dcgm-exporter's series come from, or whose name says it is one of theirs. A target of any
+    other job (a node exporter, Prometheus itself) is none of the view's business."""
+    jobs = {s.labels.get("job") for query in (GPUTOP_SAMPLED, DCGM_SAMPLED) for s in answers.get(query, ())}
+    down = {
+        sample.labels["instance"]
+        for sample in answers.get(DOWN, ())
+        if sample.labels.get("instance")
+        and (sample.labels.get("job") in jobs or any(w in sample.labels.get("job", "") for w in EXPORTER_JOBS))
+    }
+    return sorted(down)[:MAX_HOSTS]
 
 
 def _hosts(answers: Answers, query: str, host_of: Callable[[Mapping[str, str]], str]) -> dict[str, _Host]:
