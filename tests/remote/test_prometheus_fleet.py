@@ -6,6 +6,8 @@ sample."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from gputop.remote.status import LIVE, STALE, UNREACHABLE, HostStatus
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostSection, HostSummary
 from gputop.ui.text.gpu import Palette
-from gputop.ui.text.hosts import section_lines
+from gputop.ui.text.hosts import job_lines, jobs_across, section_lines
 from tests.conftest import FakeDriver
 from tests.export.conftest import Exporter, start_exporter
 from tests.factories import DEADLINE_S, wait_until
@@ -58,10 +60,12 @@ def scraped(tmp_path_factory) -> Iterator[Fleet]:
     tmp = tmp_path_factory.mktemp("fleet")
     exporters: list[Exporter] = []
     server: Prometheus | None = None
+    ranks = [start_rank(rank) for rank in (0, 1)]
     try:
         for n, gpus in enumerate(GPUS):
             driver = FakeDriver(tmp / f"state-{n}.txt", "r550")
-            driver.write(training_box(gpus, TRAINING_PIDS if n == 0 else ()))
+            pids = TRAINING_PIDS if n == 0 else (ranks[n - 1].pid,)
+            driver.write(training_box(gpus, pids))
             extra = ("--per-process",) if n == 0 else ()
             exporters.append(start_exporter(driver, "--listen", "127.0.0.1:0", *extra))
         never_up = f"127.0.0.1:{free_port()}"
@@ -70,7 +74,8 @@ def scraped(tmp_path_factory) -> Iterator[Fleet]:
 
         def all_gpus() -> bool | None:
             scraped_all = len(running.vector("gputop_gpu_sm_activity_ratio") or ()) == sum(GPUS)
-            return (scraped_all and bool(running.vector("up == 0"))) or None
+            ranks_seen = len(running.vector("gputop_training_job_info") or ()) == 2
+            return (scraped_all and ranks_seen and bool(running.vector("up == 0"))) or None
 
         try:
             wait_until(all_gpus, "Prometheus to hold every GPU of the three exporters")
@@ -82,6 +87,16 @@ def scraped(tmp_path_factory) -> Iterator[Fleet]:
             server.stop()
         for exporter in exporters:
             exporter.stop()
+        for process in ranks:
+            process.kill()
+            process.wait()
+
+
+def start_rank(rank: int) -> subprocess.Popen[bytes]:
+    """A process that is rank ``rank`` of a two-rank torchrun run by its environment, as torchrun starts one."""
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK="0", WORLD_SIZE="2", TORCHELASTIC_RUN_ID="fleet-run")
+    env.update(MASTER_ADDR="10.0.0.1", MASTER_PORT="29500")
+    return subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(600)"], env=env)
 
 
 def test_every_host_prometheus_scrapes_is_read_with_its_gpus_and_processes(scraped):
@@ -135,6 +150,20 @@ def test_a_target_down_before_it_gave_any_series_is_shown_down_with_why_from_the
     assert "Prometheus cannot scrape it (up == 0)" in reason
     assert f"down for {fmt_age(75)}" in info
     fleet.stop()
+
+
+def test_the_ranks_of_one_job_on_two_hosts_are_one_job_across_them(scraped):
+    readings, _ = read_fleet(run_queries(http_query(scraped.url)))
+
+    (job,) = jobs_across([(r.name, r.snapshot) for r in readings])
+
+    assert job.world_size == 2
+    assert sorted((r.rank, r.host) for r in job.ranks) == [
+        (0, scraped.exporters[1].address),
+        (1, scraped.exporters[2].address),
+    ]
+    (line,) = job_lines((job,), 200, Palette())
+    assert "2 ranks on" in line.plain
 
 
 def test_a_host_whose_exporter_stops_is_stale_with_the_age_of_its_last_sample(scraped):
