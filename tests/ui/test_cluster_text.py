@@ -66,3 +66,7 @@ def test_the_detail_names_each_gpu_of_the_process_by_its_pci_bus_id_where_the_dr
 
     (gpu_line,) = [line for line in lines if line.startswith("GPUs")]
     assert f"{rank_gpu}: " in gpu_line and f"(PCI 00000000:{0x18 + rank_gpu:02X}:00.0)" in gpu_line
+
+
+def test_the_narrow_pod_column_keeps_the_user_of_a_process_in_no_pod() -> None:
+    assert cell(scenes.EVAL_PID, NARROW_POD_COLUMN, NARROW_POD_COLUMN.width) == "carol"
