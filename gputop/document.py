@@ -174,12 +174,13 @@ def pod_record(pod: Pod | None) -> dict[str, Any] | None:
 
 def gpu_record(g: Gpu) -> dict[str, Any]:
     """One GPU object of schema 1: its keys, ``unavailable``, its MIG mode, GPM's profiling metrics, its energy
-    counter, its health, then its MIG instances."""
+    counter, its health, its PCI bus id, then its MIG instances."""
     out = _record(g, GPU_KEYS)
     out.update((key, getattr(g, key)) for key in GPU_MIG_KEYS)
     out.update((key, getattr(g, key)) for key in GPM_PROFILE_FIELDS)
     out.update((key, getattr(g, key)) for key in GPU_ENERGY_KEYS)
     out["health"] = health_record(g.health)
+    out["pci_bus_id"] = g.pci_bus_id
     out["mig"] = [_record(m, MIG_KEYS) for m in g.mig]
     return out
 

@@ -312,6 +312,9 @@ class Gpu:
     health: GpuHealth | None = None
     """Xid errors, remapped rows, retired pages, PCIe replays and time under each clock limit, with the state
     judged from them; None where the GPU could not be read, or in a recording made before gputop judged health."""
+    pci_bus_id: str | None = None
+    """Where the GPU sits on the PCI bus, as nvidia-smi, NVML's ``busId`` and dcgm-exporter's ``pci_bus_id`` label
+    write it: ``00000000:07:00.0`` (domain, bus, device, function in upper-case hex). Fixed while the driver runs."""
 
     @property
     def memory_used_fraction(self) -> float | None:
@@ -346,6 +349,8 @@ CGROUP_NAMESPACE = "cgroup namespace: the path is relative to the container"
 """The reason for no container where gputop runs in a cgroup namespace of its own and the process's cgroup is that
 namespace's root: the process shares gputop's container, which the path cannot name."""
 MALFORMED_CGROUP = "malformed /proc/PID/cgroup"
+PCI_BUS_ID_FORM = r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]"
+"""A PCI bus id as NVML's ``busId`` (``NVML_DEVICE_PCI_BUS_ID_FMT``) writes it; anything else is no reading."""
 CONTAINER_ID_CHARS = 64
 """The longest container id kept: the 64 hex digits Docker, containerd, CRI-O and Podman use."""
 CONTAINER_NAME_CHARS = 256
@@ -1064,6 +1069,10 @@ SOURCE_EXTERNAL: Final = "external"
 SOURCE_BOTH: Final = "both"
 
 
+NO_PROCESS: Final = 0
+"""``Advice.pid`` of a finding about a GPU that no process is on (no process has PID 0)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Advice:
     """One finding of the advisor about a training process (or a job, or a GPU): what is wrong, the numbers behind
@@ -1093,6 +1102,14 @@ class Advice:
     pids: tuple[int, ...] = ()
     """Every process the finding holds for, ``pid`` first, when there are several: the ranks of a job for a
     finding that holds on each, the processes on one GPU for a GPU's finding. Empty: ``pid`` alone."""
+
+    @property
+    def subject(self) -> str:
+        """Whom the finding is about: ``PID 4242``, ``PIDs 4242, 4243``, or ``GPU 3`` for a GPU's finding with no
+        process on the GPU."""
+        if self.pid == NO_PROCESS:
+            return f"GPU {self.evidence.get('gpu_index', '?')}"
+        return f"PID {self.pid}" if not self.pids else "PIDs " + ", ".join(map(str, self.pids))
 
     @property
     def concerns(self) -> tuple[int, ...]:

@@ -28,10 +28,12 @@ from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule,
 from gputop.advisor.samples import JobSample, sample_of
 from gputop.advisor.window import MAX_HISTORY_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, find_jobs
-from gputop.model import Advice, Snapshot, TrainingView, job_views
+from gputop.model import NO_PROCESS, Advice, Snapshot, TrainingView, job_views
 
 StateKey = tuple[int | str, str]
-"""``(PID, rule id)`` for a process's rule, ``(job id, rule id)`` for a job rule."""
+"""``(PID, rule id)`` for a process's rule, ``(job id, rule id)`` for a job rule, ``("gpu:N", rule id)`` for a
+rule on GPU N with no watched process on it."""
+IDLE_GPU = "gpu:"
 
 
 @dataclass
@@ -390,6 +392,8 @@ class Advisor:
             process.quiet_key = key if same else None
             process.key, process.verdicts = key, verdicts
         alive = windows.keys()
+        if self.pid is None:
+            self._judge_idle_gpus(snap, {index for pid in alive for index in self._gpus[pid]})
         jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
         for job in jobs:
             self._jobs[job.id] = job
@@ -417,6 +421,26 @@ class Advisor:
             self.active = by_urgency(self._merged(advice))
             self._last_merge = (advice, merging)
         return self.active
+
+    def _judge_idle_gpus(self, snap: Snapshot, held: set[int]) -> None:
+        """The ``idle_gpu`` checks on each GPU no watched process is on; a GPU's state is dropped (its finding
+        with it) once a process is on it, whose own rules then judge it, or once it is gone."""
+        idle = {g.index: g for g in snap.gpus if g.index not in held}
+        gone = {k[0] for k in self._states if isinstance(k[0], str) and k[0].startswith(IDLE_GPU)}
+        for subject in gone - {f"{IDLE_GPU}{index}" for index in idle}:
+            self._forget(subject)
+        for rule in self.rules:
+            if rule.idle_gpu is None:
+                continue
+            for index, gpu in idle.items():
+                key = (f"{IDLE_GPU}{index}", rule.id)
+                state = self._states.get(key)
+                finding = rule.idle_gpu(gpu)
+                if state is None:
+                    if finding is None:
+                        continue  # nothing to judge on a healthy idle GPU: no state kept for it
+                    state = self._states[key] = _RuleState()
+                self._hold(state, key, snap.time, rule.hold_s(self.config), finding, rule, NO_PROCESS)
 
     def _forget(self, key: int | str) -> None:
         """Drop the rule states of a process or job that ended, and, watching a whole machine for days, its

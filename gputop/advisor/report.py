@@ -15,7 +15,7 @@ from gputop.advisor.process_use import ProcessUse, UseTally, process_use_dict, r
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.formatting import counted, fmt_clock, fmt_span
-from gputop.model import Advice, Snapshot
+from gputop.model import NO_PROCESS, Advice, Snapshot
 
 SCHEMA = 1
 REPORT_EVERY_S = 1.0
@@ -56,8 +56,7 @@ def render_advice(raised: Sequence[tuple[Advice, bool]], rules: str | None = Non
     for advice, active in raised:
         lines.extend(_headline(advice, active))
         since = fmt_clock(advice.since)
-        who = f"PID {advice.pid}" if not advice.pids else "PIDs " + ", ".join(map(str, advice.pids))
-        tail = f"{who}{f' of job {advice.job}' if advice.job else ''}, from {advice.source}, since {since}"
+        tail = f"{advice.subject}{f' of job {advice.job}' if advice.job else ''}, from {advice.source}, since {since}"
         if advice.suggest:
             tail = f"suggest {advice.suggest_text}; {tail}"
         lines.append(f"         {tail}")
@@ -232,7 +231,8 @@ def render_recording_report(report: RecordingReport) -> str:
         if len(finding.spans) > 6:
             spans += f" and {len(finding.spans) - 6} more"
         times = f"{len(finding.spans)} times: " if len(finding.spans) > 1 else ""
-        lines.append(f"         PID {finding.advice.pid}; held {fmt_span(held)}{share}; {times}{spans}")
+        who = finding.advice.subject if finding.advice.pid == NO_PROCESS else f"PID {finding.advice.pid}"
+        lines.append(f"         {who}; held {fmt_span(held)}{share}; {times}{spans}")
         if finding.advice.suggest:
             lines.append(f"         suggest {finding.advice.suggest_text}")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from gputop.model import (
     CODE_SITE,
     CONTAINER_ID_CHARS,
     CONTAINER_NAME_CHARS,
+    PCI_BUS_ID_FORM,
     POD_LABEL_CHARS,
     POD_LABEL_FORM,
     POD_NAME_CHARS,
@@ -21,6 +22,7 @@ from gputop.model import (
     SYNC_CALL,
     TENSOR_DEVICE,
     Container,
+    Gpu,
     LoaderView,
     Pod,
     SlurmJob,
@@ -68,6 +70,7 @@ TEXT_FORMS: dict[type, dict[str, re.Pattern[str]]] = {
     TensorMemory: {"device": re.compile(TENSOR_DEVICE)},
     SyncSite: {"site": _SITE, "call": re.compile(SYNC_CALL)},
     LoaderView: {"created_at": _SITE},
+    Gpu: {"pci_bus_id": re.compile(PCI_BUS_ID_FORM)},
     Pod: {
         "namespace": re.compile(POD_LABEL_FORM),
         "name": re.compile(POD_NAME_FORM),

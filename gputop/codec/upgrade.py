@@ -30,6 +30,7 @@ ADDED_LATER: dict[type, tuple[str, ...]] = {
         *GPM_PROFILE_FIELDS,
         "energy_j",
         "health",
+        "pci_bus_id",
     ),
     HostProcess: ("container", "pod", "slurm"),
     LoaderView: ("created_at", "worker_batch_s", "worker_batch_p95_s"),

@@ -71,7 +71,7 @@ class SnapshotCollector(Collector):
             )
         )
         if self.dcgm_hostname is not None:
-            return dcgm_labelled(families, self.dcgm_hostname)
+            return dcgm_labelled(families, self.dcgm_hostname, snap.gpus)
         return families
 
     def scrape_part(self, snap: Snapshot | None, started: float) -> list[Metric]:

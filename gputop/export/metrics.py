@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from gputop.breakdown import device_memory
+from gputop.jobs import find_jobs
 
 # Every clock-event (throttle) reason of the model is exported as 0 or 1.
 from gputop.model import (
@@ -207,10 +208,38 @@ def snapshot_families(snap: Snapshot, per_process: bool = False) -> list[Metric]
     families += host_families(snap.host)
     families.append(torch_memory_family(snap.training, per_process))
     families += training_families(snap.training, per_process)
+    families.append(job_info_family(snap, per_process))
     if per_process:
         families += process_families(snap.processes)
         families.append(pod_info_family(snap.processes))
     return [f for f in families if f.samples]
+
+
+JOB_INFO = "gputop_training_job_info"
+JOB_INFO_LABELS = ("job_id", "world_size")
+
+
+def job_info_family(snap: Snapshot, per_process: bool = False) -> GaugeMetricFamily:
+    """``gputop_training_job_info{gpu, rank, job_id, world_size}``: 1 for each rank of a job of several ranks
+    (``gputop.jobs``), so that the ranks of one distributed job join across hosts on ``job_id``: a torchrun job's id
+    is made of its run's identity (``TORCHELASTIC_RUN_ID``, ``MASTER_ADDR``, ``MASTER_PORT``, the user), the same on
+    every host it runs on. Its own series, joined by ``gpu`` and ``rank``, never labels on every training series."""
+    labels = (*TRAINING_LABELS, *JOB_INFO_LABELS, *(("pid",) if per_process else ()))
+    family = GaugeMetricFamily(
+        JOB_INFO, "1 for each rank of a training job of several ranks, named by the job's id.", labels=labels
+    )
+    seen: set[tuple[str, ...]] = set()
+    for job in find_jobs(snap):
+        if len(job.ranks) < 2 and not (job.world_size or 0) > 1:
+            continue
+        world = "" if job.world_size is None else str(job.world_size)
+        for rank in job.ranks:
+            gpu, number, *pid = training_labels(rank.view, per_process)
+            key = (gpu, number, *pid)
+            if key not in seen:
+                seen.add(key)
+                family.add_metric([gpu, number, job.id, world, *pid], 1)
+    return family
 
 
 def torch_memory_family(views: Sequence[TrainingView], per_process: bool = False) -> GaugeMetricFamily:
@@ -382,21 +411,29 @@ def training_labels(view: TrainingView, per_process: bool = False) -> tuple[str,
 
 DCGM_LABELS = (("UUID", "uuid"), ("modelName", "name"))
 """dcgm-exporter's names for two of gputop's GPU labels, and gputop's: with ``--dcgm-labels`` every GPU series
-carries both, and ``Hostname`` (docs/exporter.md#beside-dcgm-exporter)."""
+carries both, ``pci_bus_id`` and ``Hostname`` (docs/exporter.md#beside-dcgm-exporter)."""
 DCGM_HOSTNAME = "Hostname"
+DCGM_PCI_BUS_ID = "pci_bus_id"
 
 
-def dcgm_labelled(families: Iterable[Metric], hostname: str) -> list[Metric]:
+def dcgm_labelled(families: Iterable[Metric], hostname: str, gpus: Iterable[Gpu] = ()) -> list[Metric]:
     """``families`` with dcgm-exporter's label names added beside gputop's on every GPU series (those labelled
-    ``gpu``, ``uuid`` and ``name``), so that ``on(UUID)`` joins the two exporters' series. The series stay as
-    many: each gains labels, none is added."""
+    ``gpu``, ``uuid`` and ``name``), so that ``on(UUID)`` or ``on(pci_bus_id, Hostname)`` joins the two exporters'
+    series. ``pci_bus_id`` is the bus id of the GPU of ``gpus`` with the series' UUID, empty (no label, to
+    Prometheus) where the driver did not give one. The series stay as many: each gains labels, none is added."""
+    bus_ids = {g.uuid: g.pci_bus_id or "" for g in gpus if g.uuid is not None}
     labelled = []
     for family in families:
         samples = family.samples
         if samples and set(GPU_LABELS) <= samples[0].labels.keys():
             family.samples = [
                 s._replace(
-                    labels={**s.labels, **{dcgm: s.labels[ours] for dcgm, ours in DCGM_LABELS}, DCGM_HOSTNAME: hostname}
+                    labels={
+                        **s.labels,
+                        **{dcgm: s.labels[ours] for dcgm, ours in DCGM_LABELS},
+                        DCGM_PCI_BUS_ID: bus_ids.get(s.labels["uuid"], ""),
+                        DCGM_HOSTNAME: hostname,
+                    }
                 )
                 for s in samples
             ]

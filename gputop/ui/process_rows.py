@@ -66,9 +66,10 @@ command only while some process is in a container or a job, and only in a wide t
 POD_COLUMN = Column("container", "NAMESPACE/POD/CONTAINER", 34, wide_only=True)
 """The CONTAINER column where some process's pod is known by name: wide enough for the three names of a pod
 made by a Deployment (``ml/train-llama-5f6d8c9b7-x2k4q/trainer``, cut with an ellipsis beyond)."""
-NARROW_POD_COLUMN = Column("pod", "POD", 16)
+NARROW_POD_COLUMN = Column("pod", "POD/USER", 16)
 """The pod's name alone, in place of the user below ``WIDE_TABLE_MIN`` columns where some process's pod is known
-(in a pod the user is most often root, and the pod says whose it is)."""
+(in a pod the user is most often root, and the pod says whose it is); a process in no pod keeps its user there,
+so that whose it is stays on screen."""
 
 
 def column_for(key: str) -> Column:

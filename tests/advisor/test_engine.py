@@ -16,7 +16,18 @@ from gputop.advisor.engine import _RuleState
 from gputop.advisor.rules import Finding, Rule
 from gputop.advisor.window import MAX_HISTORY_SAMPLES, JobWindow
 from gputop.limits import MIN_INTERVAL_S
-from gputop.model import INFO, WARNING, Advice, Snapshot, TrainingView
+from gputop.model import (
+    HEALTH_CRITICAL,
+    HEALTH_OK,
+    INFO,
+    NO_PROCESS,
+    WARNING,
+    Advice,
+    Gpu,
+    GpuHealth,
+    Snapshot,
+    TrainingView,
+)
 from tests.advisor.build import PID, gpu, loader, row, snapshot, view, workers
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -343,3 +354,26 @@ def test_a_new_value_replaces_the_suggestion_once_the_wait_changes_beyond_the_no
     found = starved_for(lambda t: 0.86 if t < 30 else 0.95, 60)
 
     assert suggested_workers(found)[0] == 9 and suggested_workers(found)[-1] == 25
+
+
+def unwell(index: int, state: str = HEALTH_CRITICAL) -> Gpu:
+    causes = ("Xid 79: the GPU has fallen off the bus",) if state != HEALTH_OK else ()
+    return dataclasses.replace(gpu(busy=0.0, used_gib=0), index=index, health=GpuHealth(state=state, causes=causes))
+
+
+def test_an_unhealthy_gpu_with_no_process_on_it_is_found_as_the_gpu_alone():
+    advisor = Advisor()
+    snap = snapshot(100.0, view(), gpus=(gpu(), unwell(1)))
+
+    (finding,) = advisor.update(snap)
+
+    assert (finding.id, finding.severity, finding.subject) == ("gpu-unhealthy", "critical", "GPU 1")
+    assert finding.evidence["gpu_index"] == 1 and finding.pid == NO_PROCESS
+
+
+def test_an_idle_gpus_finding_clears_when_it_is_healthy_again_and_is_not_judged_watching_one_job():
+    advisor = Advisor()
+    assert len(advisor.update(snapshot(100.0, view(), gpus=(gpu(), unwell(1))))) == 1
+
+    assert advisor.update(snapshot(101.0, view(), gpus=(gpu(), unwell(1, HEALTH_OK)))) == ()
+    assert Advisor(PID).update(snapshot(100.0, view(), gpus=(gpu(), unwell(1)))) == ()

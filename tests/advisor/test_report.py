@@ -11,7 +11,7 @@ import pytest
 from gputop.advisor.report import advice_document, advice_to_dict, render_advice
 from gputop.advisor.window import DEFAULT_WINDOW_S
 from gputop.cli.args import WINDOW_HELP
-from gputop.model import CRITICAL, Advice
+from gputop.model import CRITICAL, NO_PROCESS, Advice
 
 ADVICE = Advice(
     id="data-starved",
@@ -117,3 +117,12 @@ def test_a_finding_in_text_leads_with_its_severity_and_id_and_ends_with_the_chan
     assert lines[2].strip() == "→ Set num_workers=9 (2 now)."
     assert lines[3].strip().startswith("suggest num_workers=9; PID 4242, from both, since ")
     assert lines[4].startswith("CRITICAL data-starved (cleared):")
+
+
+@pytest.mark.fast
+def test_a_finding_about_a_gpu_with_no_process_on_it_names_the_gpu_not_a_pid() -> None:
+    idle = Advice(
+        "gpu-unhealthy", CRITICAL, "GPU 1 is failing", "", "", pid=NO_PROCESS, since=0.0, evidence={"gpu_index": 1}
+    )
+
+    assert "         GPU 1, from external" in render_advice([(idle, True)])

@@ -10,7 +10,8 @@ from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from gputop.export.collector import SnapshotCollector
-from gputop.model import GPU_LOST_STATE, MIG_ENABLED, MigInstance, Snapshot, StepCost
+from gputop.jobs import find_jobs
+from gputop.model import EVIDENCE_RANK, GPU_LOST_STATE, MIG_ENABLED, Launch, MigInstance, Snapshot, StepCost
 from tests.export.scrape import parse, value
 from tests.export.test_metrics import GPU, NAME, NOW, UUID, snapshot, training_view
 
@@ -122,3 +123,41 @@ def test_mig_instance_series_keep_their_own_labels() -> None:
 
     [total] = [s for s in samples if s.name == "gputop_mig_memory_total_bytes"]
     assert "UUID" not in total.labels and total.labels["uuid"] == "MIG-1"
+
+
+def test_dcgm_labels_name_each_gpu_by_its_pci_bus_id_as_dcgm_exporter_does() -> None:
+    on_bus = replace(GPU, pci_bus_id="00000000:07:00.0")
+
+    samples = scrape(snapshot(gpus=(on_bus,)), dcgm_hostname="gpu-node-07")
+
+    assert value(samples, "gputop_gpu_up", pci_bus_id="00000000:07:00.0", Hostname="gpu-node-07") == 1
+
+
+def ranks_of_one_run() -> tuple:
+    launch = Launch(rank=0, world_size=2, run_id="run-7", master_addr="10.0.0.1", master_port=29500)
+    return tuple(
+        replace(
+            training_view(pid=4242 + rank, gpu_index=rank, rank=rank),
+            evidence=(EVIDENCE_RANK,),
+            launch=replace(launch, rank=rank),
+        )
+        for rank in (0, 1)
+    )
+
+
+def test_each_rank_of_a_job_of_several_has_an_info_series_naming_the_job() -> None:
+    snap = snapshot(training=ranks_of_one_run())
+
+    samples = [s for s in scrape(snap) if s.name == "gputop_training_job_info"]
+
+    (job,) = find_jobs(snap)
+    assert sorted((s.labels["gpu"], s.labels["rank"], s.labels["job_id"], s.labels["world_size"]) for s in samples) == [
+        ("0", "0", job.id, "2"),
+        ("1", "1", job.id, "2"),
+    ]
+
+
+def test_a_process_alone_in_its_job_has_no_job_info_series() -> None:
+    samples = scrape(snapshot(training=(training_view(),)))
+
+    assert "gputop_training_job_info" not in {s.name for s in samples}

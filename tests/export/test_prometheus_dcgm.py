@@ -105,6 +105,17 @@ def test_gputops_hostname_label_is_the_node_name_dcgm_exporter_gives(joined):
     assert len(result) == 2
 
 
+def test_the_two_exporters_join_on_the_gpus_pci_bus_id_too(joined):
+    """The fake driver puts GPU i on bus 0x18 + i, where the dcgm-exporter text above has it."""
+    server, _ = joined
+
+    result = server.vector("DCGM_FI_DEV_GPU_TEMP * on(pci_bus_id, Hostname) group_left(uuid) gputop_gpu_up")
+
+    assert sorted((r["metric"]["pci_bus_id"], r["metric"]["uuid"]) for r in result) == [
+        (f"00000000:{0x18 + index:02X}:00.0", uuid) for index, uuid in enumerate(UUIDS)
+    ]
+
+
 def promql_examples() -> list[str]:
     """Every query of the ```promql blocks of docs/exporter.md: a line that starts at the margin starts one, an
     indented line or one that starts with a bracket or an operator goes on with it."""

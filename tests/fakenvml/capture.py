@@ -102,6 +102,7 @@ class CapturedGpu:
     page_retirement: bool = False  # <retired_pages> has counts: it answers nvmlDeviceGetRetiredPages
     pcie_replays: int | None = None  # <pci><replay_counter>
     retired_pages: tuple[int, int] = (0, 0)  # single-bit, double-bit <retired_count>
+    health: dict[str, Any] = field(default_factory=dict)  # gputop's health JSON key -> value; None where N/A
 
 
 @dataclass
@@ -239,6 +240,7 @@ def _gpu(gpu: ET.Element) -> CapturedGpu:
         "pcie_link_width_max": _int(_text(gpu, link + "link_widths/max_link_width"), "x"),
         "mig_mode": _mig_mode(gpu),
         "mig": _mig_devices(gpu),
+        "pci_bus_id": _text(gpu, "pci/pci_bus_id"),
     }
     if values["memory_total_bytes"] is None or values["memory_used_bytes"] is None:
         raise CaptureError("the fake cannot serve a GPU whose memory is N/A")
@@ -252,7 +254,28 @@ def _gpu(gpu: ET.Element) -> CapturedGpu:
             _int(_text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")) or 0,
             _int(_text(gpu, "retired_pages/double_bit_retirement/retired_count")) or 0,
         ),
+        health=_health(gpu),
     )
+
+
+def _yes(text: str | None) -> bool | None:
+    return None if text is None else text == "Yes"
+
+
+def _health(gpu: ET.Element) -> dict[str, Any]:
+    """What the capture shows of the GPU's health, under the names of gputop's ``health`` object."""
+    retired = "retired_pages/"
+    return {
+        "remapped_rows_correctable": _int(_text(gpu, "remapped_rows/remapped_row_corr")),
+        "remapped_rows_uncorrectable": _int(_text(gpu, "remapped_rows/remapped_row_unc")),
+        "remapped_rows_pending": _yes(_text(gpu, "remapped_rows/remapped_row_pending")),
+        "remapped_rows_failed": _yes(_text(gpu, "remapped_rows/remapped_row_failure")),
+        "retired_pages_single_bit": _int(_text(gpu, retired + "multiple_single_bit_retirement/retired_count")),
+        "retired_pages_double_bit": _int(_text(gpu, retired + "double_bit_retirement/retired_count")),
+        # R430's nvidia-smi names it pending_blacklist only; both are nvmlDeviceGetRetiredPagesPendingStatus
+        "retired_pages_pending": _yes(_text(gpu, retired + "pending_retirement", retired + "pending_blacklist")),
+        "pcie_replays": _int(_text(gpu, "pci/replay_counter")),
+    }
 
 
 def _mig_mode(gpu: ET.Element) -> str | None:
@@ -388,6 +411,12 @@ def _fake_gpu(gpu: CapturedGpu) -> FakeGpu:
         pcie_replays=gpu.pcie_replays or 0,
         retired_single_bit=gpu.retired_pages[0],
         retired_double_bit=gpu.retired_pages[1],
+        remapped_correctable=gpu.health["remapped_rows_correctable"] or 0,
+        remapped_uncorrectable=gpu.health["remapped_rows_uncorrectable"] or 0,
+        remapped_pending=bool(gpu.health["remapped_rows_pending"]),
+        remapped_failed=bool(gpu.health["remapped_rows_failed"]),
+        retired_pending=bool(gpu.health["retired_pages_pending"]),
+        pci_bus_id=v["pci_bus_id"] or "",
         errors=errors,
     )
 

@@ -150,7 +150,8 @@
     X(nvmlDeviceRegisterEvents)                                                                  \
     X(nvmlEventSetWait)                                                                          \
     X(nvmlEventSetWait_v2)                                                                       \
-    X(nvmlEventSetFree)
+    X(nvmlEventSetFree)                                                                          \
+    X(nvmlDeviceGetPciInfo_v3)
 
 typedef enum {
 #define X(name) F_##name,
@@ -332,6 +333,9 @@ typedef struct {
     unsigned long long violation_power_ns, violation_thermal_ns, violation_sync_boost_ns;
     unsigned long long violation_board_limit_ns, violation_low_utilization_ns, violation_reliability_ns;
     unsigned long long event_types; /* nvmlDeviceGetSupportedEventTypes; 0xff9f on the captured H100 */
+    char pci_bus_id[STR_MAX];     /* "DDDDDDDD:BB:DD.0", as nvidia-smi and NVML's busId write it */
+    unsigned int pci_device_id;    /* device id << 16 | vendor id */
+    unsigned int pci_subsystem_id;
     /* The Xids that happened, oldest first: an event set registered for them gets those after its registration. */
     unsigned int *xids;
     size_t xid_count, xid_capacity;
@@ -423,6 +427,9 @@ static const field_t gpu_fields[] = {
     GPU_FIELD(violation_low_utilization_ns, T_ULL),
     GPU_FIELD(violation_reliability_ns, T_ULL),
     GPU_FIELD(event_types, T_ULL),
+    GPU_FIELD(pci_bus_id, T_STR),
+    GPU_FIELD(pci_device_id, T_UINT),
+    GPU_FIELD(pci_subsystem_id, T_UINT),
 };
 
 #define GPU_FIELD_COUNT (sizeof(gpu_fields) / sizeof(gpu_fields[0]))
@@ -496,6 +503,8 @@ static void gpu_defaults(gpu_t *g)
     g->multiprocessor_count = 132;
     g->row_remapping = 1;
     g->event_types = 0xff9fULL;
+    g->pci_device_id = 0x233010DEu;    /* the captured H100 80GB HBM3 */
+    g->pci_subsystem_id = 0x16C110DEu;
 }
 
 static void state_free(state_t *s)
@@ -770,6 +779,8 @@ static void parse_line(const parse_ctx_t *ctx, char *line, state_t *s, gpu_t **c
         }
         *current = &s->gpus[s->gpu_count++];
         gpu_defaults(*current);
+        /* One bus per GPU, from 0x18 as on the dcgm-exporter sample of tests/export, unless the state names one. */
+        snprintf((*current)->pci_bus_id, sizeof((*current)->pci_bus_id), "00000000:%02X:00.0", 0x18 + s->gpu_count - 1);
         return;
     }
     if (*overflow) {
@@ -2535,6 +2546,35 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned
 {
     ENTER(nvmlDeviceGetPcieReplayCounter);
     RETURN(get_uint_field(F_nvmlDeviceGetPcieReplayCounter, device, value, offsetof(gpu_t, pcie_replays)));
+}
+
+/* _v3 (32-character busId, eight-digit domain) is what every branch since R390 exports and pynvml calls; the
+ * legacy four-digit form stays in busIdLegacy, as the real R580 answered (tests/data/captures/h100-*.nvml.json). */
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+    ENTER(nvmlDeviceGetPciInfo_v3);
+    gpu_t *g;
+    nvmlReturn_t rc = begin_device(F_nvmlDeviceGetPciInfo_v3, device, &g);
+    if (rc != NVML_SUCCESS) {
+        RETURN(rc);
+    }
+    if (pci == NULL) {
+        RETURN(NVML_ERROR_INVALID_ARGUMENT);
+    }
+    unsigned int domain = 0, bus = 0, dev = 0, function = 0;
+    if (sscanf(g->pci_bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &function) != 4) {
+        RETURN(NVML_ERROR_UNKNOWN);
+    }
+    memset(pci, 0, sizeof(*pci));
+    pci->domain = domain;
+    pci->bus = bus;
+    pci->device = dev;
+    pci->pciDeviceId = g->pci_device_id;
+    pci->pciSubSystemId = g->pci_subsystem_id;
+    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, domain & 0xFFFFu, bus,
+             dev);
+    snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, domain, bus, dev);
+    RETURN(NVML_SUCCESS);
 }
 
 /* Policies 0-5 answer; 6 and 7 answered INVALID_ARGUMENT on the real H100 with R580

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 
@@ -189,6 +190,10 @@ class FakeGpu:
     violation_reliability_ns: int = 0
     event_types: int = 0xFF9F  # nvmlDeviceGetSupportedEventTypes on the captured H100
     xids: list[int] = field(default_factory=list)  # Xids that happened, oldest first: each is one event
+    # nvmlDeviceGetPciInfo_v3: the bus id as nvidia-smi writes it; "" is 00000000:<0x18 + index>:00.0
+    pci_bus_id: str = ""
+    pci_device_id: int = 0x233010DE  # the captured H100's device and vendor id
+    pci_subsystem_id: int = 0x16C110DE
 
 
 @dataclass
@@ -266,6 +271,13 @@ def _word(value: object, what: str) -> str:
     return text
 
 
+def _pci_bus_id(value: object, what: str) -> str:
+    text = _word(value, what)
+    if not re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", text):
+        raise ValueError(f"{what} must read DOMAIN:BUS:DEVICE.FUNCTION in hex: {value!r}")
+    return text
+
+
 def _uint(value: object, what: str, maximum: int) -> str:
     # bool is an int subclass; True where a count is expected is almost certainly a mistake.
     if isinstance(value, bool) or not isinstance(value, int):
@@ -305,7 +317,10 @@ def _gpu_lines(index: int, gpu: FakeGpu) -> list[str]:
         what = f"{where}.{f.name}"
         if f.name in _LIST_FIELDS:
             continue
-        if f.name in _TEXT_FIELDS:
+        if f.name == "pci_bus_id":
+            if value:
+                lines.append(f"{f.name} {_pci_bus_id(value, what)}")
+        elif f.name in _TEXT_FIELDS:
             lines.append(f"{f.name} {_text(value, what)}")
         elif f.name in _FLOAT_FIELDS:
             lines.append(f"{f.name} {_float(value, what)}")

@@ -25,7 +25,7 @@ EXACT = ("name", "uuid", "memory_total_bytes", "memory_used_bytes", "memory_rese
 EXACT += ("clock_sm_mhz", "clock_mem_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz")
 EXACT += ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s", "throttle_reasons", "ecc_uncorrected_volatile")
 EXACT += ("ecc_enabled", "pcie_link_gen", "pcie_link_width", "pcie_link_gen_max", "pcie_link_width_max")
-EXACT += ("mig_mode",)
+EXACT += ("mig_mode", "pci_bus_id")
 MEASURED = ("utilization_gpu_percent", "utilization_memory_percent", "temperature_c", "power_w", "power_limit_w")
 MEASURED += ("fan_percent",)
 
@@ -78,6 +78,11 @@ def test_gputop_shows_what_the_capture_shows(path, tmp_path, sleepers):
             else:
                 assert key in (*EXACT, "memory_free_bytes"), key
                 assert got == want, (where, key, got, want)
+        for key, want in captured.health.items():
+            got = shown["health"][key]
+            assert got == want, (where, "health", key, got, want)
+            if want is None:
+                assert shown["health"]["unavailable"].get(key), f"{where}: health {key} is null without a reason"
         for key, value in shown.items():
             if value is None and key not in ("reason",):
                 assert shown["unavailable"].get(key), f"{where}: {key} is null without a reason"

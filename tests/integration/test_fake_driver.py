@@ -404,6 +404,7 @@ COMMON = (
     "nvmlInitWithFlags",
     "nvmlShutdown",
     "nvmlErrorString",
+    "nvmlDeviceGetPciInfo_v3",
     "nvmlSystemGetDriverVersion",
     "nvmlSystemGetNVMLVersion",
     "nvmlSystemGetCudaDriverVersion",
@@ -514,6 +515,15 @@ def test_r580_exports_what_the_real_r580_exported() -> None:
         if name in implemented:
             assert (name in exported) == present, name
     assert {"nvmlDeviceGetTemperature", "nvmlDeviceGetTemperatureV"} <= exported
+
+
+def test_pci_info_answers_as_the_real_r580_did(fake: Fake) -> None:
+    real = json.loads(REAL_R580.read_text())["devices"][0]["nvmlDeviceGetPciInfo"]["value"]
+    fake.start(FakeState(gpus=[FakeGpu(pci_bus_id=real["busId"])]), profile="r580")
+
+    info = pynvml.nvmlDeviceGetPciInfo(pynvml.nvmlDeviceGetHandleByIndex(0))
+
+    assert {key: getattr(info, key) for key in real} == real
 
 
 def test_r470_lacks_v3_and_pynvml_raises_function_not_found(fake: Fake) -> None:

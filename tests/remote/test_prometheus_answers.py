@@ -22,11 +22,23 @@ from gputop.remote.prometheus.query import (
     http_query,
     server_url,
 )
-from gputop.remote.prometheus.readings import DCGM_SAMPLED, GPUTOP_SAMPLED, QUERIES, read_fleet
+from gputop.remote.prometheus.readings import (
+    ADVICE,
+    DCGM_SAMPLED,
+    DOWN,
+    GPUTOP_SAMPLED,
+    JOB_INFO,
+    QUERIES,
+    down_targets,
+    fleet_findings,
+    read_fleet,
+)
 from gputop.remote.prometheus.source import PrometheusFleet
 from gputop.remote.status import STALE, UNREACHABLE
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostSection, HostSummary
+from gputop.ui.text.gpu import Palette
+from gputop.ui.text.hosts import job_lines, jobs_across
 from tests.remote.host_scenes import ScriptedFleet
 from tests.remote.test_hosts_view import lines_of
 
@@ -274,3 +286,37 @@ async def test_a_host_found_after_the_start_gets_a_section_of_its_own():
         sections = app.screen.query(HostSection)
         assert [s.host_name for s in sections] == ["a:1", "b:1"]
         assert [line[2:].split()[0] for line in lines_of(app.screen.query_one(HostSummary))[1:]] == ["a:1", "b:1"]
+
+
+@pytest.mark.fast
+def test_only_the_exporters_targets_that_are_down_are_hosts_not_every_target_prometheus_scrapes():
+    answers = {
+        GPUTOP_SAMPLED: [Sample({"instance": "gpu-1:24400", "job": "gpus"}, 1700000000.0)],
+        DOWN: [
+            Sample({"instance": "gpu-2:24400", "job": "gpus"}, 0.0),
+            Sample({"instance": "gpu-3:9400", "job": "dcgm-exporter"}, 0.0),
+            Sample({"instance": "gpu-1:9100", "job": "node"}, 0.0),
+        ],
+    }
+
+    assert down_targets(answers) == ["gpu-2:24400", "gpu-3:9400"]
+
+
+@pytest.mark.fast
+def test_a_job_across_hosts_says_the_findings_the_exporters_of_its_hosts_report():
+    rank = {"gpu": "0", "job_id": "3f9c01ab", "world_size": "2"}
+    answers = {
+        GPUTOP_SAMPLED: [Sample({"instance": host}, 1700000000.0) for host in ("a:24400", "b:24400")],
+        JOB_INFO: [
+            Sample({"instance": "a:24400", "rank": "0", **rank}, 1.0),
+            Sample({"instance": "b:24400", "rank": "1", **rank}, 1.0),
+        ],
+        ADVICE: [Sample({"instance": "b:24400", "id": "data-starved", "severity": "warning"}, 1.0)],
+    }
+    readings, _ = read_fleet(answers)
+    snaps = [(r.name, r.snapshot) for r in readings]
+
+    (line,) = job_lines(jobs_across(snaps), 200, Palette(), {name: fleet_findings(snap) for name, snap in snaps})
+
+    assert "2 ranks on a:24400 (1), b:24400 (1)" in line.plain
+    assert "findings b:24400 data-starved (warning) on 1 process" in line.plain

@@ -3,9 +3,13 @@ unhealthy GPU's cause cut where it is least needed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from rich.text import Text
 
 from gputop.ui.process_rows import NARROW_POD_COLUMN, POD_COLUMN, ViewOptions, build_rows
+from gputop.ui.screens.detail import detail_lines
 from gputop.ui.text.gpu import Palette, health_line
 from gputop.ui.text.process_cells import fit_parts, row_cells
 from tests.ui import cluster_scenes, scenes
@@ -47,3 +51,22 @@ def test_a_cause_that_fits_is_shown_with_its_action() -> None:
     gpu = cluster_scenes.unhealthy_node().gpus[cluster_scenes.WARN_GPU]
     line = health_line(gpu, 76, Palette()).plain
     assert line == "HLTH PCIe replays at 31/min (DCGM warns above 8): check the slot and riser"
+
+
+def test_the_detail_names_each_gpu_of_the_process_by_its_pci_bus_id_where_the_driver_gave_one() -> None:
+    snap = cluster_scenes.pod_node()
+    gpus = tuple(replace(g, pci_bus_id=f"00000000:{0x18 + g.index:02X}:00.0") for g in snap.gpus)
+    rank_gpu = next(p.gpu_index for p in snap.processes if p.pid == RANK)
+
+    lines = [
+        line.plain
+        for line in detail_lines(replace(snap, gpus=gpus), RANK, None, 160, Palette())
+        if isinstance(line, Text)
+    ]
+
+    (gpu_line,) = [line for line in lines if line.startswith("GPUs")]
+    assert f"{rank_gpu}: " in gpu_line and f"(PCI 00000000:{0x18 + rank_gpu:02X}:00.0)" in gpu_line
+
+
+def test_the_narrow_pod_column_keeps_the_user_of_a_process_in_no_pod() -> None:
+    assert cell(scenes.EVAL_PID, NARROW_POD_COLUMN, NARROW_POD_COLUMN.width) == "carol"

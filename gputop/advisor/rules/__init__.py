@@ -20,6 +20,7 @@ from gputop.advisor.rules.gpu import (
     launch_bound,
     tensor_cores_idle,
     throttling,
+    unhealthy,
 )
 from gputop.advisor.rules.jobs import JobFinding, JobRule, node_cpu_oversubscribed, rank_imbalance, straggler
 from gputop.advisor.rules.leaks import empty_cache_in_loop, memory_leak
@@ -45,7 +46,7 @@ RULES: tuple[Rule, ...] = (
     Rule("tensor-cores-idle", tensor_cores_idle),
     Rule("gpu-idle", gpu_idle, idle=True, gpu=True),
     Rule("throttling", throttling, gpu=True),
-    Rule("gpu-unhealthy", gpu_unhealthy, gpu=True, at_once=True),
+    Rule("gpu-unhealthy", gpu_unhealthy, gpu=True, at_once=True, idle_gpu=unhealthy),
     Rule("worker-memory-growth", worker_memory_growth),
     Rule("cuda-in-worker", cuda_in_worker),
     Rule("hidden-sync", hidden_sync, step=True),
@@ -96,5 +97,6 @@ __all__ = [
     "tensor_cores_idle",
     "throttling",
     "too_many_workers",
+    "unhealthy",
     "worker_memory_growth",
 ]

@@ -28,6 +28,7 @@ class Finding:
 
 
 Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
+GpuCheck = Callable[[Gpu], "Finding | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,9 @@ class Rule:
     at_once: bool = False
     """Raised on the first sample its condition holds in, and cleared on the first it does not: for a state the
     driver judged already (a GPU's health), which a window would only delay."""
+    idle_gpu: GpuCheck | None = None
+    """The same condition judged on a GPU alone, for the GPUs no watched process is on (watching a whole machine):
+    a GPU that failed while idle is found before a job is put on it."""
 
     def hold_s(self, config: AdvisorConfig) -> float:
         if self.at_once:

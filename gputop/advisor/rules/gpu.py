@@ -20,6 +20,7 @@ from gputop.model import (
     SOURCE_BOTH,
     SOURCE_EXTERNAL,
     WARNING,
+    Gpu,
     Severity,
     ThrottleReason,
 )
@@ -286,29 +287,37 @@ def _sentence(words: str) -> str:
 
 def gpu_unhealthy(w: JobWindow, config: AdvisorConfig) -> Finding | None:
     """A GPU the process holds is warn or critical by its health (``gputop.health``): its Xids, ECC, remapped rows,
-    retired pages or PCIe replays. The finding names the worst cause; an Xid, with what it means and what to do."""
+    retired pages or PCIe replays."""
     for gpu in w.latest.gpus:
-        health = gpu.health
-        if health is None or health.state == HEALTH_OK:
-            continue
-        last = health.last_xid
-        what = f"Xid {last.xid}, {describe(last.xid).meaning}" if last else (health.causes or ("",))[0]
-        critical = health.state == HEALTH_CRITICAL
-        return Finding(
-            severity=CRITICAL if critical else WARNING,
-            title=f"GPU {gpu.index} is {'failing' if critical else 'unwell'}: {what}",
-            detail="; ".join(health.causes),
-            action=(
-                (_sentence(describe(last.xid).action) if last else "")
-                + "`gputop doctor` lists every health reading of the GPU; the kernel log (dmesg | grep -i xid) has "
-                "the driver's own words. A job on a GPU that needs a reset loses its work at the reset: checkpoint."
-            ),
-            source=SOURCE_EXTERNAL,
-            evidence={
-                "gpu_index": gpu.index,
-                "health": health.state,
-                "xids": tuple(x.xid for x in health.xids),
-                "causes": health.causes,
-            },
-        )
+        finding = unhealthy(gpu)
+        if finding is not None:
+            return finding
     return None
+
+
+def unhealthy(gpu: Gpu) -> Finding | None:
+    """``gpu`` is warn or critical by its health, whether or not a process is on it (a GPU that failed while idle
+    fails the next job put on it). The finding names the worst cause; an Xid, with what it means and what to do."""
+    health = gpu.health
+    if health is None or health.state == HEALTH_OK:
+        return None
+    last = health.last_xid
+    what = f"Xid {last.xid}, {describe(last.xid).meaning}" if last else (health.causes or ("",))[0]
+    critical = health.state == HEALTH_CRITICAL
+    return Finding(
+        severity=CRITICAL if critical else WARNING,
+        title=f"GPU {gpu.index} is {'failing' if critical else 'unwell'}: {what}",
+        detail="; ".join(health.causes),
+        action=(
+            (_sentence(describe(last.xid).action) if last else "")
+            + "`gputop doctor` lists every health reading of the GPU; the kernel log (dmesg | grep -i xid) has "
+            "the driver's own words. A job on a GPU that needs a reset loses its work at the reset: checkpoint."
+        ),
+        source=SOURCE_EXTERNAL,
+        evidence={
+            "gpu_index": gpu.index,
+            "health": health.state,
+            "xids": tuple(x.xid for x in health.xids),
+            "causes": health.causes,
+        },
+    )

@@ -215,6 +215,7 @@ class NvmlCollector:
             name=slot.name,
             state=slot.lost_state,
             reason=slot.lost_reason or "GPU unavailable",
+            pci_bus_id=slot.pci_bus_id,
         )
 
     def _read_gpu(self, slot: GpuSlot, slow: bool) -> Gpu:

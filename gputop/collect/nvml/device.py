@@ -7,12 +7,13 @@ decoding a mask needs no driver.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from gputop.collect.nvml.errors import call
 from gputop.collect.nvml.slot import GpuSlot, Put, Variants
-from gputop.model import NOT_IN_DRIVER, UNSUPPORTED, ThrottleReason
+from gputop.model import INVALID, NOT_IN_DRIVER, PCI_BUS_ID_FORM, UNSUPPORTED, ThrottleReason
 
 try:
     import pynvml
@@ -183,7 +184,24 @@ def read_slow(slot: GpuSlot) -> None:
     )
     put("ecc_uncorrected_volatile", ecc, why)
     read_ecc_mode_and_link(slot, put)
+    read_pci_bus_id(slot, put)
     slot.slow, slot.slow_reasons = values, reasons
+
+
+def read_pci_bus_id(slot: GpuSlot, put: Put) -> None:
+    """``nvmlDeviceGetPciInfo_v3``'s ``busId`` (every driver gputop runs on has it), read until it answers, then
+    reused. A bus id not of NVML's form is no reading: it becomes a label, and a label is only what was checked."""
+    if slot.pci_bus_id is not None:
+        put("pci_bus_id", slot.pci_bus_id, None)
+        return
+    info, why = call(slot.unsupported, "pci_info", pynvml.nvmlDeviceGetPciInfo_v3, slot.handle)
+    bus_id = None if info is None else info.busId
+    if isinstance(bus_id, bytes):
+        bus_id = bus_id.decode("ascii", "replace")
+    if bus_id is not None and not re.fullmatch(PCI_BUS_ID_FORM, bus_id):
+        bus_id, why = None, INVALID
+    slot.pci_bus_id = bus_id
+    put("pci_bus_id", bus_id, why)
 
 
 def read_pcie_throughput(slot: GpuSlot, put: Put) -> None:

@@ -31,6 +31,8 @@ class GpuSlot:
     name: str | None = None
     uuid: str | None = None
     max_clocks: tuple[int | None, int | None] | None = None
+    pci_bus_id: str | None = None
+    """The GPU's PCI bus id once read: it does not change while the driver runs."""
     unsupported: dict[str, str] = field(default_factory=dict)
     lost_reason: str | None = None
     lost_state: GpuState = GPU_LOST_STATE

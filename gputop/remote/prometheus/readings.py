@@ -19,6 +19,7 @@ from typing import Final
 from gputop.model import (
     COMPUTE,
     DRIVER_OK,
+    EVIDENCE_RANK,
     GPU_ERROR,
     GPU_OK,
     THROTTLE_REASONS,
@@ -26,7 +27,9 @@ from gputop.model import (
     Gpu,
     GpuProcess,
     HostInfo,
+    Launch,
     Snapshot,
+    TrainingView,
 )
 from gputop.remote.prometheus.query import Sample
 
@@ -105,6 +108,12 @@ PROCESS_MEMORY: Final = "gputop_process_gpu_memory_bytes"
 PROCESS_SM: Final = "gputop_process_sm_ratio"
 ADVICE: Final = "gputop_advice_active"
 THROTTLE: Final = "gputop_gpu_throttle_reason"
+JOB_INFO: Final = "gputop_training_job_info"
+"""Each rank of a job of several ranks, with the job's id (the same on every host for a torchrun job)."""
+DOWN: Final = "up == 0"
+"""The scrape targets Prometheus cannot scrape now: a host down before it gave any series is known only here."""
+EXPORTER_JOBS: Final = ("gputop", "dcgm")
+"""Words in a scrape job's name that make its targets GPU exporters' even while none of them answers."""
 NO_PROCESSES: Final = {
     "gputop": "no GPU processes exported (gputop export --per-process exports them)",
     "dcgm-exporter": "dcgm-exporter exports no processes",
@@ -123,6 +132,8 @@ QUERIES: Final = (
     PROCESS_SM,
     ADVICE,
     THROTTLE,
+    JOB_INFO,
+    DOWN,
 )
 """Every query of a refresh, one per family, all hosts at once."""
 
@@ -182,6 +193,20 @@ def read_fleet(answers: Answers) -> tuple[list[Reading], int]:
     readings += [_reading(name, host, "dcgm-exporter", _host_info(name, {}), ()) for name, host in dcgm.items()]
     readings.sort(key=lambda r: r.name)
     return readings[:MAX_HOSTS], max(0, len(readings) - MAX_HOSTS)
+
+
+def down_targets(answers: Answers) -> list[str]:
+    """The exporters' targets Prometheus cannot scrape (``up == 0``), by ``instance``, in name order: those of a
+    job that gputop's or dcgm-exporter's series come from, or whose name says it is one of theirs. A target of any
+    other job (a node exporter, Prometheus itself) is none of the view's business."""
+    jobs = {s.labels.get("job") for query in (GPUTOP_SAMPLED, DCGM_SAMPLED) for s in answers.get(query, ())}
+    down = {
+        sample.labels["instance"]
+        for sample in answers.get(DOWN, ())
+        if sample.labels.get("instance")
+        and (sample.labels.get("job") in jobs or any(w in sample.labels.get("job", "") for w in EXPORTER_JOBS))
+    }
+    return sorted(down)[:MAX_HOSTS]
 
 
 def _hosts(answers: Answers, query: str, host_of: Callable[[Mapping[str, str]], str]) -> dict[str, _Host]:
@@ -294,7 +319,26 @@ def _gputop_reading(name: str, host: _Host, answers: Answers) -> Reading:
             snap.driver, driver_version=labels.get("driver_version"), cuda_version=labels.get("cuda_version")
         )
         snap = replace(snap, driver=driver)
-    return replace(reading, snapshot=replace(snap, notices=findings))
+    return replace(reading, snapshot=replace(snap, notices=findings, training=_job_ranks(name, answers)))
+
+
+def _job_ranks(name: str, answers: Answers) -> tuple[TrainingView, ...]:
+    """The host's ranks of jobs of several ranks, as training views that carry no more than the exporter says:
+    the rank, the world size and the job's id as the run's identity, so that ``gputop.jobs`` gathers the ranks of
+    one job from every host into one. A rank without a PID (no ``--per-process``) is numbered in its host."""
+    views = []
+    samples = _by_host(answers, JOB_INFO).get(name, ())[:MAX_PROCESSES_PER_HOST]
+    per_job: dict[str, int] = {}
+    for sample in samples:
+        per_job[sample.labels.get("job_id", "")] = per_job.get(sample.labels.get("job_id", ""), 0) + 1
+    for n, sample in enumerate(samples, start=1):
+        labels = sample.labels
+        job_id, pid, rank, world = (labels.get(k, "") for k in ("job_id", "pid", "rank", "world_size"))
+        if not job_id or not all(text.isdigit() and len(text) <= 9 for text in (pid or "1", rank, world or "1")):
+            continue  # not as gputop writes it; world_size is empty for a job whose launcher did not say
+        launch = Launch(rank=int(rank), world_size=int(world) if world else max(2, per_job[job_id]), run_id=job_id)
+        views.append(TrainingView(int(pid) if pid else n, evidence=(EVIDENCE_RANK,), launch=launch))
+    return tuple(views)
 
 
 def _reading(
@@ -339,6 +383,16 @@ def _processes(name: str, answers: Answers) -> tuple[GpuProcess, ...]:
     return tuple(processes)
 
 
+FINDING: Final = "finding "
+"""How a host's notice that is one of its exporter's findings begins."""
+
+
+def fleet_findings(snap: Snapshot) -> tuple[str, ...]:
+    """The findings a host's exporter reports (``data-starved (warn) on 2 processes``), from a snapshot read from
+    Prometheus; none from any other snapshot."""
+    return tuple(n.removeprefix(FINDING) for n in snap.notices if n.startswith(FINDING))
+
+
 def _findings(samples: Iterable[Sample]) -> tuple[str, ...]:
     """The advisor's active findings the exporter reports: ``finding data-starved (warn) on 2 processes``."""
     counts: dict[tuple[str, str], float] = {}
@@ -346,6 +400,6 @@ def _findings(samples: Iterable[Sample]) -> tuple[str, ...]:
         key = (sample.labels.get("id", "?"), sample.labels.get("severity", "?"))
         counts[key] = counts.get(key, 0) + (sample.value if sample.labels.get("pid") is None else 1)
     return tuple(
-        f"finding {rule} ({severity}) on {n:g} process{'es' if n != 1 else ''}"
+        f"{FINDING}{rule} ({severity}) on {n:g} process{'es' if n != 1 else ''}"
         for (rule, severity), n in sorted(counts.items())
     )

@@ -1,7 +1,9 @@
 """The hosts of the multi-host view read from Prometheus: the ``Fleet``'s interface (``gputop.ui.hosts.feed``'s
 ``HostsSource``) over one thread that runs every query of ``readings.QUERIES`` once per interval.
 
-A host is live while Prometheus's instant queries hold its series. When they stop (its exporter stopped answering
+A host is live while Prometheus's instant queries hold its series. A target Prometheus cannot scrape (``up == 0``)
+that has no series is shown unreachable, with why and since when: a host already down when the view starts is
+on screen from the start, not missing. When they stop (its exporter stopped answering
 and Prometheus marked its series stale, or the lookback ran out), the host stays on screen as stale with the
 time of its last sample, never dropped; it is live again with its next sample. When Prometheus itself does not
 answer, every host is shown unreachable with the reason, and the next refresh tries again.
@@ -19,7 +21,7 @@ from dataclasses import replace
 
 from gputop.remote.hostspec import HostSpec
 from gputop.remote.prometheus.query import PrometheusError, Query, Sample
-from gputop.remote.prometheus.readings import QUERIES, Reading, read_fleet
+from gputop.remote.prometheus.readings import QUERIES, Reading, down_targets, read_fleet
 from gputop.remote.status import LIVE, STALE, UNREACHABLE, HostEvent, HostStatus, stale_after
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,7 @@ log = logging.getLogger(__name__)
 FIRST_SCRAPE_GAP_S = 60.0
 """How long a host's series may stand still before its second sample shows its scrape interval (Prometheus's
 default interval is 1 minute)."""
+SCRAPE_FAILS = "Prometheus cannot scrape it (up == 0): its exporter is down or unreachable"
 SCRAPE_GAPS = 3
 """A live host whose newest sample is this many of its scrape intervals old is shown as stale."""
 
@@ -127,6 +130,14 @@ class PrometheusFleet:
         for reading in readings:
             seen.add(reading.name)
             events.append(self._reading(reading, now))
+        for name in down_targets(answers):
+            status = self._statuses.get(name)
+            if name not in seen and (status is None or status.state == UNREACHABLE):
+                seen.add(name)
+                since = status.since if status is not None else now
+                self._statuses[name] = HostStatus(name, UNREACHABLE, reason=SCRAPE_FAILS, since=since)
+                if status is None or status.reason != SCRAPE_FAILS:
+                    events.append(HostEvent(self._statuses[name]))
         for name, status in list(self._statuses.items()):
             if name not in seen and status.state != STALE:
                 self._statuses[name] = replace(

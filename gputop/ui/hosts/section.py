@@ -18,6 +18,7 @@ from textual.widget import Widget
 
 from gputop.jobs import Job
 from gputop.model import Snapshot
+from gputop.remote.prometheus.readings import fleet_findings
 from gputop.remote.status import LIVE, STALE, HostStatus
 from gputop.ui.history import History
 from gputop.ui.text.gpu import Palette
@@ -131,6 +132,7 @@ class HostJobs(_HostLines):
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
         self._jobs: tuple[Job, ...] = ()
+        self._findings: dict[str, tuple[str, ...]] = {}
         self._key: object = None
 
     def show(self, hosts: Sequence[HostShown]) -> None:
@@ -141,6 +143,7 @@ class HostJobs(_HostLines):
         jobs = jobs_across([(h.name, h.snapshot) for h in hosts])
         layout = len(jobs) != len(self._jobs)
         self._jobs = jobs
+        self._findings = {h.name: fleet_findings(h.snapshot) for h in hosts if h.snapshot is not None}
         self.display = bool(jobs)
         self.refresh(layout=layout)
 
@@ -152,7 +155,7 @@ class HostJobs(_HostLines):
         return self._key
 
     def text_lines(self, width: int) -> list[Text]:
-        return job_lines(self._jobs, width, self.palette())
+        return job_lines(self._jobs, width, self.palette(), self._findings)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._jobs)

@@ -74,9 +74,12 @@ def detail_lines(
 
     gpus = Text("GPUs     ", style=p.label)
     if gpu_side:
+        bus_ids = {g.index: g.pci_bus_id for g in snap.gpus if g.pci_bus_id}
         gpus.append(
             "   ".join(
-                f"{p.gpu_index}: {fmt_bytes(p.gpu_memory_bytes)} {KIND_LABELS.get(p.kind, '')}" for p in gpu_side
+                f"{p.gpu_index}: {fmt_bytes(p.gpu_memory_bytes)} {KIND_LABELS.get(p.kind, '')}"
+                + (f" (PCI {bus_ids[p.gpu_index]})" if p.gpu_index in bus_ids else "")
+                for p in gpu_side
             )
         )
     else:

@@ -12,7 +12,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_clock
-from gputop.model import CRITICAL, WARNING, Advice
+from gputop.model import CRITICAL, NO_PROCESS, WARNING, Advice
 from gputop.ui.text.gpu import Palette
 
 MARKS = {CRITICAL: "CRIT", WARNING: "WARN"}
@@ -78,7 +78,10 @@ def _brief(item: Advice, width: int, p: Palette, show_pid: bool) -> list[Text]:
     change is never cut (it is what the line is for); the title gives way first."""
     line = mark(item, p)
     if show_pid:
-        line.append(f"PID {item.pid}{'+' if item.pids else ''}  ", style=p.label)
+        line.append(
+            f"{item.subject if item.pid == NO_PROCESS else f'PID {item.pid}'}{'+' if item.pids else ''}  ",
+            style=p.label,
+        )
     change = Text()
     if item.suggest:
         change.append("→ ", style=p.label).append(item.suggest_text, style="bold")
@@ -137,5 +140,4 @@ def full_lines(advice: Sequence[Advice], width: int, p: Palette) -> list[Text]:
 
 def who(item: Advice) -> str:
     """``PID 4242``, or for a finding that holds for several processes ``PIDs 4242, 4243 of job 3f9c01ab``."""
-    words = f"PID {item.pid}" if not item.pids else "PIDs " + ", ".join(map(str, item.pids))
-    return words + (f" of job {item.job}" if item.job else "")
+    return item.subject + (f" of job {item.job}" if item.job else "")

@@ -8,7 +8,7 @@ numbers are not shown as if they were current.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -342,9 +342,12 @@ def jobs_across(hosts: Sequence[tuple[str, Snapshot | None]]) -> tuple[Job, ...]
     return tuple(job for job in merge_jobs(per_host) if len(job.ranks) > 1)
 
 
-def job_lines(jobs: Sequence[Job], width: int, p: Palette) -> list[Text]:
+def job_lines(
+    jobs: Sequence[Job], width: int, p: Palette, findings: Mapping[str, Sequence[str]] | None = None
+) -> list[Text]:
     """A line per job of several ranks: its id and kind, how many ranks on which hosts (of how many the launcher
-    started), and the range of the ranks' step rates and data waits; nothing without such a job."""
+    started), the range of the ranks' step rates and data waits, and the advisor's findings on its hosts where the
+    hosts say them (``findings``, by host: a fleet read from Prometheus); nothing without such a job."""
     lines = []
     for job in jobs:
         line = Text("JOB ", style=p.label)
@@ -364,6 +367,10 @@ def job_lines(jobs: Sequence[Job], width: int, p: Palette) -> list[Text]:
         if waits:
             line.append("   data wait ", style=p.label)
             line.append(_span(min(waits) * 100, max(waits) * 100, "{:.0f}") + "%")
+        found = [f"{host} {text}" for host in job.hosts if host for text in (findings or {}).get(host, ())]
+        if found:
+            line.append("   findings ", style=p.label)
+            line.append("; ".join(found), style=p.warn)
         line.truncate(width, overflow="ellipsis")
         lines.append(line)
     return lines

@@ -44,7 +44,7 @@ def cell_text(row: ProcessRow, key: str) -> str:
     if key == "container":
         return row.container or (NA if "container" in row.unavailable else NOT_ON_GPU)
     if key == "pod":
-        return row.pod or (NA if "pod" in row.unavailable else NOT_ON_GPU)
+        return row.pod or row.user or NA
     if key == "user":
         return row.user or NA
     if key == "kind":
