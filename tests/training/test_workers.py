@@ -47,16 +47,6 @@ def two_named(pid: int):
     return lambda view: two_workers(view) and len(real_workers(pid)) == 2
 
 
-def test_fork_workers_are_the_training_processes_children(fork_job, monitor):
-    job = fork_job
-
-    view = view_when(monitor(job.pid), job.pid, two_named(job.pid))
-
-    assert {w.pid for w in view.workers} == real_workers(job.pid)
-    assert {w.host.ppid for w in view.workers} == {job.pid}
-    assert view.worker_start_method == "fork"
-
-
 def test_spawn_workers_are_found_and_named_by_their_start_method(start_job, monitor):
     job = start_job("train.py", *SLOW_LOOP, "--start-method", "spawn")
 
@@ -79,6 +69,38 @@ def test_forkserver_workers_sit_under_the_fork_server_but_belong_to_the_job(star
     assert psutil.Process(fork_server).ppid() == job.pid
     assert view.worker_start_method == "forkserver"
     assert [v.pid for v in monitor(job.pid).snapshot().training] == [job.pid]  # the fork server is no job
+
+
+def test_workers_replaced_every_epoch_without_persistent_workers(start_job, monitor):
+    # Epochs of about 0.6 s: 4 batches of 4 samples at 20 ms on 2 workers.
+    job = start_job("train.py", "--workers", "2", "--epochs", "0", "--batches", "4", "--item-s", "0.02")
+
+    view = view_when(monitor(job.pid), job.pid, lambda v: v.workers_replaced >= 2)
+
+    assert view.loader is None or view.loader.effective.persistent_workers is False
+
+
+def test_persistent_workers_are_never_replaced(start_job, monitor):
+    job = start_job("train.py", "--workers", "2", "--epochs", "0", "--batches", "4", "--item-s", "0.02", "--persistent")
+    maker = monitor(job.pid)
+
+    view = view_when(maker, job.pid, lambda v: v.probe.ok and v.loader.passes >= 4 and len(v.workers) == 2)
+
+    assert view.workers_replaced == 0
+    assert {w.pid for w in view.workers} == real_workers(job.pid)
+
+
+# -- the fork job, started once for these (last, so it runs beside no other test's job) --------------------------
+
+
+def test_fork_workers_are_the_training_processes_children(fork_job, monitor):
+    job = fork_job
+
+    view = view_when(monitor(job.pid), job.pid, two_named(job.pid))
+
+    assert {w.pid for w in view.workers} == real_workers(job.pid)
+    assert {w.host.ppid for w in view.workers} == {job.pid}
+    assert view.worker_start_method == "fork"
 
 
 def test_each_worker_has_its_own_memory_age_and_state(fork_job, monitor):
@@ -108,22 +130,3 @@ def test_probe_names_each_workers_index_in_the_loader(fork_job, monitor):
     loader = view.loader
     assert sorted(w.worker_id for w in view.workers) == [0, 1]
     assert {w.pid: w.worker_id for w in view.workers} == {pid: i for i, pid in enumerate(loader.worker_pids)}
-
-
-def test_workers_replaced_every_epoch_without_persistent_workers(start_job, monitor):
-    # Epochs of about 0.6 s: 4 batches of 4 samples at 20 ms on 2 workers.
-    job = start_job("train.py", "--workers", "2", "--epochs", "0", "--batches", "4", "--item-s", "0.02")
-
-    view = view_when(monitor(job.pid), job.pid, lambda v: v.workers_replaced >= 2)
-
-    assert view.loader is None or view.loader.effective.persistent_workers is False
-
-
-def test_persistent_workers_are_never_replaced(start_job, monitor):
-    job = start_job("train.py", "--workers", "2", "--epochs", "0", "--batches", "4", "--item-s", "0.02", "--persistent")
-    maker = monitor(job.pid)
-
-    view = view_when(maker, job.pid, lambda v: v.probe.ok and v.loader.passes >= 4 and len(v.workers) == 2)
-
-    assert view.workers_replaced == 0
-    assert {w.pid for w in view.workers} == real_workers(job.pid)
