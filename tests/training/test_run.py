@@ -66,7 +66,9 @@ def ended(tmp_path_factory: pytest.TempPathFactory) -> Ended:
     job = [*PYTHON, str(SCRIPTS / "train.py"), "--workers", "2", "--epochs", "2", "--batches", "10", "--exit-code", "3"]
     job += ["--optimizer", "Adam"]
     report = home / "report.json"
-    code, out, err = finish(gputop_run("--headless", "--report-json", str(report), "--", *job, probe_dir=probe_dir))
+    # A deadline against a hang, not a measure: on a loaded machine the start and the wrap-up take minutes.
+    run = gputop_run("--headless", "--report-json", str(report), "--", *job, probe_dir=probe_dir)
+    code, out, err = finish(run, timeout_s=240)
     return Ended(job, code, out, err, report, probe_dir)
 
 
