@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,10 +46,25 @@ def run(state: Path, workers: int, *options: str) -> subprocess.CompletedProcess
     return done
 
 
-def test_the_second_run_of_a_job_says_what_changed_since_the_first(tmp_path):
-    state = tmp_path / "state"
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A first run of the job with one worker, and the state directory it left: each test that goes on from there
+    takes a copy (a run of the job is a torch start and seconds of training)."""
+    state = tmp_path_factory.mktemp("history") / "state"
+    return state, run(state, 1)
 
-    first = run(state, 1)
+
+def after_the_first_run(first_run: tuple[Path, subprocess.CompletedProcess], tmp_path: Path) -> Path:
+    """A state directory as the first run left it, this test's own."""
+    state = tmp_path / "state"
+    shutil.copytree(first_run[0], state)
+    return state
+
+
+def test_the_second_run_of_a_job_says_what_changed_since_the_first(first_run, tmp_path):
+    state = after_the_first_run(first_run, tmp_path)
+    first = first_run[1]
+
     second = run(state, 2)
 
     assert SINCE not in first.stderr
@@ -57,8 +73,9 @@ def test_the_second_run_of_a_job_says_what_changed_since_the_first(tmp_path):
         r"num_workers 1 → 2( \(suggested\)| \(\d+ suggested\))?: samples/s ×[0-9.]+, data wait \d+% → \d+%",
         line.removeprefix(SINCE),
     ), line
-    (kept,) = (state / "gputop" / "runs").iterdir()
-    assert (kept.stat().st_mode & 0o777, kept.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    for runs in (first_run[0], state):  # as the first run made them, and as the second left them
+        (kept,) = (runs / "gputop" / "runs").iterdir()
+        assert (kept.stat().st_mode & 0o777, kept.parent.stat().st_mode & 0o777) == (0o600, 0o700)
 
 
 def test_no_history_neither_says_nor_keeps(tmp_path):
@@ -69,9 +86,8 @@ def test_no_history_neither_says_nor_keeps(tmp_path):
     assert not state.exists()
 
 
-def test_a_kept_file_that_is_not_a_summary_is_said_and_replaced_and_the_run_goes_on(tmp_path):
-    state = tmp_path / "state"
-    run(state, 1)
+def test_a_kept_file_that_is_not_a_summary_is_said_and_replaced_and_the_run_goes_on(first_run, tmp_path):
+    state = after_the_first_run(first_run, tmp_path)
     (kept,) = (state / "gputop" / "runs").iterdir()
     kept.write_text('{"format": "gputop-run-summary", "version": 1, "cwd": "\\u001b[2J"')
 

@@ -135,6 +135,13 @@ def probe_dir(tmp_path: Path) -> Path:
 def start_job(probe_dir: Path) -> Iterator[Callable[..., Job]]:
     """Start ``scripts/SCRIPT ARGS...`` in its own session (so its whole tree is killed at the end of the test),
     with the probe active unless ``probe=False``; waits for its ``ready`` line."""
+    with job_starter(probe_dir) as start:
+        yield start
+
+
+@contextlib.contextmanager
+def job_starter(probe_dir: Path) -> Iterator[Callable[..., Job]]:
+    """``start_job``'s starter, for a fixture of any scope: each job started is killed, its whole tree, on exit."""
     started: list[subprocess.Popen] = []
 
     def start(script: str, *args: str, probe: bool = True) -> Job:
@@ -150,11 +157,13 @@ def start_job(probe_dir: Path) -> Iterator[Callable[..., Job]]:
         words = read_line(proc, "ready").split()[1:]
         return Job(proc, [int(w) for w in words] or [proc.pid])
 
-    yield start
-    for proc in started:
-        kill_family(proc.pid)
-        proc.wait()
-        proc.stdout.close()
+    try:
+        yield start
+    finally:
+        for proc in started:
+            kill_family(proc.pid)
+            proc.wait()
+            proc.stdout.close()
 
 
 @pytest.fixture

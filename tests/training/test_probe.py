@@ -157,8 +157,18 @@ def test_an_idle_loader_neither_waits_nor_steps():
 # -- reports of real jobs ---------------------------------------------------------------------------------------
 
 
-def test_report_carries_the_loader_configuration_as_requested_and_in_effect(probe_dir):
-    job, report = run_job(probe_dir, "--workers", "2", "--batch-size", "3", "--epochs", "3", "--batches", "5")
+@pytest.fixture(scope="module")
+def loader_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Ended]:
+    """A job with two workers, three passes of five batches of three, run with the report of a process that is
+    gone already in its report directory; the directory and the job."""
+    directory = private_dir(tmp_path_factory)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (directory / f"{dead.stdout.strip()}.json").write_text("{}")
+    return directory, run_job(directory, "--workers", "2", "--batch-size", "3", "--epochs", "3", "--batches", "5")
+
+
+def test_report_carries_the_loader_configuration_as_requested_and_in_effect(loader_job):
+    _, (job, report) = loader_job
 
     assert job.returncode == 0, job.stderr
     assert (report["format"], report["version"], report["failures"]) == ("gputop-probe", 1, 0)
@@ -383,29 +393,15 @@ def test_report_dir_is_under_the_runtime_dir_else_per_user_in_tmp(tmp_path, monk
     assert channel.report_dir() == str(tmp_path / f"gputop-{os.geteuid()}")
 
 
-def test_the_probe_removes_reports_of_processes_that_are_gone(probe_dir):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    (probe_dir / f"{dead.stdout.strip()}.json").write_text("{}")
+def test_the_probe_removes_reports_of_processes_that_are_gone(loader_job):
+    directory, (_, report) = loader_job  # a gone process's report was there before the job started
 
-    _, report = run_job(probe_dir, "--epochs", "1")
-
-    assert os.listdir(probe_dir) == [f"{report['pid']}.json"]
+    assert os.listdir(directory) == [f"{report['pid']}.json"]
 
 
-def test_the_report_says_how_the_training_thread_does_its_math(probe_dir):
+def test_the_report_says_how_the_training_thread_does_its_math(tensor_jobs):
     # No CUDA here, so no CUDA autocast: the probe reads it off, the precision as set, the dtypes from the step.
-    code = """
-import torch
-from torch.utils.data import DataLoader
-torch.set_float32_matmul_precision("high")
-model = torch.nn.Linear(4, 2)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for x in DataLoader(torch.randn(16, 4), batch_size=4):
-    model(x).sum().backward()
-    opt.step()
-    opt.zero_grad()
-"""
-    job, report = run_job(probe_dir, code=code)
+    job, report = tensor_jobs[TENSORS_JOB.format(optimizer="SGD", extra="", dtype="torch.float32")]
 
     assert job.returncode == 0, job.stderr
     assert report["failures"] == 0, report["last_failure"]
@@ -413,14 +409,22 @@ for x in DataLoader(torch.randn(16, 4), batch_size=4):
     assert report["parameter_dtypes"] == ["float32"]
 
 
-def test_without_an_optimizer_the_parameter_dtypes_are_unknown(probe_dir):
-    code = """
+NO_OPTIMIZER_JOB = """
 import torch
 from torch.utils.data import DataLoader
 for x in DataLoader(torch.randn(8, 4), batch_size=4):
     pass
 """
-    job, report = run_job(probe_dir, code=code)
+
+
+@pytest.fixture(scope="module")
+def no_optimizer_job(tmp_path_factory: pytest.TempPathFactory) -> Ended:
+    """A loop over a DataLoader that steps no optimizer, and its report."""
+    return run_job(private_dir(tmp_path_factory), code=NO_OPTIMIZER_JOB)
+
+
+def test_without_an_optimizer_the_parameter_dtypes_are_unknown(no_optimizer_job):
+    job, report = no_optimizer_job
 
     assert job.returncode == 0, job.stderr
     assert (report["autocast"], report["float32_matmul_precision"]) == (False, "highest")
@@ -432,6 +436,7 @@ for x in DataLoader(torch.randn(8, 4), batch_size=4):
 TENSORS_JOB = """
 import torch
 from torch.utils.data import DataLoader
+torch.set_float32_matmul_precision("high")  # read back by test_the_report_says_how_the_training_thread_does_its_math
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).to({dtype})
 head = torch.nn.Linear(10, 3)  # a second optimizer's parameters
 opt = torch.optim.{optimizer}(model.parameters(), lr=0.01{extra})
@@ -485,9 +490,8 @@ def test_the_report_counts_weights_gradients_and_optimizer_state_exactly(
     assert report["parameter_dtypes"] == sorted({dtype.removeprefix("torch."), "float32"})
 
 
-def test_without_an_optimizer_there_is_no_tensor_breakdown(probe_dir):
-    code = "import torch\nfrom torch.utils.data import DataLoader\nfor x in DataLoader(torch.randn(8, 4)): pass\n"
-    job, report = run_job(probe_dir, code=code)
+def test_without_an_optimizer_there_is_no_tensor_breakdown(no_optimizer_job):
+    job, report = no_optimizer_job
 
     assert job.returncode == 0, job.stderr
     assert report["tensors"] is None
