@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from gputop.estimate.building import replace_tensors
 from gputop.estimate.defaults import Precision
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.inputs import InputSpec
@@ -38,10 +39,12 @@ def optimizer_class(name: str) -> type[torch.optim.Optimizer]:
 
 def make_optimizer(name: str, args: dict[str, Any], model: torch.nn.Module) -> torch.optim.Optimizer:
     """The optimizer over the model's trainable parameters, built as on a GPU: with the multi-tensor (``foreach``)
-    implementation PyTorch picks for CUDA tensors unless ``args`` says otherwise, since its temporaries differ
-    from the one-tensor-at-a-time loop PyTorch uses on the CPU."""
+    implementation PyTorch picks for CUDA tensors unless ``args`` says otherwise (``foreach``, or ``fused``, which
+    cannot be combined with it), since its temporaries differ from the one-tensor-at-a-time loop PyTorch uses on
+    the CPU."""
     cls = optimizer_class(name)
-    if "foreach" in inspect.signature(cls.__init__).parameters and "foreach" not in args:
+    chosen = "foreach" in args or args.get("fused")
+    if "foreach" in inspect.signature(cls.__init__).parameters and not chosen:
         args = {**args, "foreach": True}
     params = [p for p in model.parameters() if p.requires_grad]
     try:
@@ -55,28 +58,8 @@ def model_dtype(precision: Precision) -> torch.dtype:
 
 
 def to_bfloat16(model: torch.nn.Module) -> None:
-    """The model's floating parameters and buffers replaced by bfloat16 ones, tied ones staying tied.
-
-    Done by hand: ``Module.to`` swaps a fake parameter's contents in place, which fails once anything holds a
-    weak reference to it, as ``FakeTensorMode``'s caches may.
-    """
-    converted: dict[int, torch.Tensor] = {}
-
-    def convert(tensor: torch.Tensor) -> torch.Tensor:
-        if id(tensor) not in converted:
-            new = tensor.to(torch.bfloat16) if tensor.is_floating_point() else tensor
-            if isinstance(tensor, torch.nn.Parameter):
-                new = torch.nn.Parameter(new, requires_grad=tensor.requires_grad)
-            converted[id(tensor)] = new
-        return converted[id(tensor)]
-
-    for module in model.modules():
-        for key, parameter in module._parameters.items():
-            if parameter is not None:
-                module._parameters[key] = cast(torch.nn.Parameter, convert(parameter))  # a parameter stays one
-        for key, buffer in module._buffers.items():
-            if buffer is not None:
-                module._buffers[key] = convert(buffer)
+    """The model's floating parameters and buffers replaced by bfloat16 ones, tied ones staying tied."""
+    replace_tensors(model, lambda t: t.to(torch.bfloat16) if t.is_floating_point() else t)
 
 
 class _Switch(Protocol):
@@ -105,6 +88,31 @@ def autocast(precision: Precision, device_type: str) -> contextlib.AbstractConte
     if precision == "fp16-mixed":
         return torch.autocast(device_type, dtype=torch.float16)
     return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def forward_under_autocast(model: torch.nn.Module, precision: Precision, device_type: str) -> Iterator[None]:
+    """The model's forward pass under the precision's autocast while the block runs, whoever calls it: a custom
+    step calls the model itself, and a mixed precision must still apply to it."""
+    if precision not in ("bf16-mixed", "fp16-mixed"):
+        yield
+        return
+    own = model.__dict__.get("forward")  # an instance's own forward (checkpointing sets one), else the class's
+    inner = model.forward
+
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with autocast(precision, device_type):
+            return inner(*args, **kwargs)
+
+    model.forward = forward
+    try:
+        yield
+    finally:
+        if own is None:
+            del model.forward
+        else:
+            model.forward = own
 
 
 def blocks(model: torch.nn.Module) -> list[torch.nn.Module]:

@@ -20,6 +20,8 @@ from torch import nn  # noqa: E402
 from gputop.cli import main as gputop_main  # noqa: E402
 from gputop.estimate import estimate  # noqa: E402
 from gputop.estimate.render import report_to_dict  # noqa: E402
+from tests.estimate import built_models  # noqa: E402
+from tests.estimate.built_models import accumulating_step  # noqa: E402
 from tests.estimate.families import FAMILIES  # noqa: E402
 from tests.estimate.measure import measured_peak  # noqa: E402
 
@@ -62,16 +64,6 @@ def embedded() -> tuple[nn.Module, Any]:
     return net, lambda b: torch.zeros(b, 4, dtype=torch.long)
 
 
-def accumulating_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer | None) -> None:
-    """Two micro-batches' gradients accumulated before one optimizer step."""
-    args, kwargs = batch
-    for _ in range(2):
-        model(*args, **kwargs).mean().backward()
-    assert optimizer is not None
-    optimizer.step()
-    optimizer.zero_grad()
-
-
 def exact() -> dict[str, Any]:
     """The held parts of ``small_net`` for every optimizer and precision, and the layer tables."""
     held = {
@@ -87,6 +79,23 @@ def exact() -> dict[str, Any]:
         "embedding": report_to_dict(estimate(embedded, [2], layers=True)),
         "custom_step": report_to_dict(estimate(small_net, [4], step=accumulating_step)),
         "default_step": report_to_dict(estimate(small_net, [4])),
+    }
+
+
+def peak(report: Any) -> int:
+    return int(report.batches[0].peak_allocated_bytes)
+
+
+def built() -> dict[str, Any]:
+    """Models built as libraries build them, optimizer arguments and custom steps as users write them."""
+    custom = {p: peak(estimate(small_net, [4], step=accumulating_step, precision=p)) for p in ("fp32", "bf16-mixed")}
+    return {
+        "scheduled": peak(estimate(built_models.scheduled, [2])),
+        "copied_encoder": peak(estimate(built_models.copied_encoder, [2])),
+        "fresh_encoder": peak(estimate(built_models.fresh_encoder, [2])),
+        "fused": report_to_dict(estimate(small_net, [4], optimizer_args={"fused": True}))["batches"][0]["held"],
+        "foreach": report_to_dict(estimate(small_net, [4]))["batches"][0]["held"],
+        "custom_step": custom,
     }
 
 
@@ -128,4 +137,4 @@ if __name__ == "__main__":
     if what == "commands":
         sys.stdout.write(json.dumps(commands(json.loads(sys.argv[2]))))
     else:
-        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy}[what]()))
+        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy, "built": built}[what]()))
