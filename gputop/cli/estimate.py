@@ -85,14 +85,18 @@ def add_parser(commands: Any) -> None:
     target = estimate.add_mutually_exclusive_group()
     target.add_argument("--gpu", type=_gpu_index, metavar="INDEX", help="judge against this GPU's memory (NVML)")
     target.add_argument(
-        "--memory", type=byte_size, metavar="SIZE", help="judge against a GPU of this size, as 80GiB or 24GB"
+        "--memory",
+        type=gpu_size,
+        metavar="SIZE",
+        help="judge against a GPU of this size, as 80GiB or 24GB (a bare number is GiB: 80 is 80GiB)",
     )
     estimate.add_argument(
         "--margin",
-        type=_percent,
+        type=margin_percent,
         default=DEFAULT_MARGIN * 100,
         metavar="PERCENT",
-        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%)",
+        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%; 5 or 5%% is 5%%, "
+        "a bare number under 1 a fraction: 0.05 is 5%%)",
     )
     estimate.add_argument(
         "--context-bytes",
@@ -137,8 +141,20 @@ def _gpu_index(text: str) -> int:
     return int(text)
 
 
-def _percent(text: str) -> float:
+def gpu_size(text: str) -> int:
+    """A GPU's memory: a size with its unit, or a bare number of GiB, as GPUs are sold (``80`` is 80 GiB: no GPU
+    has 80 bytes)."""
+    if text.strip() and not text.strip()[-1].isalpha():
+        return byte_size(f"{text.strip()}GiB")
+    return byte_size(text)
+
+
+def margin_percent(text: str) -> float:
+    """A percentage, ``5%`` or ``5``; a bare number under 1 is the fraction people write it as (``0.05`` is 5 %,
+    where 0.05 % of a GPU is never meant)."""
     value = number(text.removesuffix("%"), "a percentage")
+    if not text.endswith("%") and 0 < value < 1:
+        value *= 100
     if not 0 <= value < 100:
         raise argparse.ArgumentTypeError(f"must be from 0 to under 100 percent, got {text}")
     return value

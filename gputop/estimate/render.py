@@ -34,12 +34,17 @@ def render_text(report: Report) -> str:
         + checkpointing,
     ]
     if settings.memory_bytes is not None:
-        lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {settings.margin:.0%} free")
+        lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {percent(settings.margin)} free")
     lines += ["", *aligned(_batch_rows(report), right=set(range(1, len(report.batches) + 1)))]
     lines += ["", *conclusions(report)]
     if report.layers is not None:
         lines += ["", *layer_lines(report.layers)]
     return "\n".join(lines) + "\n"
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with the digits it has: ``10%``, ``2.5%``, never ``0%`` for 0.05 %."""
+    return f"{share * 100:.4g}%"
 
 
 def _batch_rows(report: Report) -> list[list[str]]:
@@ -63,7 +68,7 @@ def conclusions(report: Report) -> list[str]:
     """The largest batch that fits, and the rule of thumb beside the first batch size's peak."""
     lines = []
     if report.largest_batch is not None:
-        margin = f"{report.settings.margin:.0%}"
+        margin = percent(report.settings.margin)
         if report.largest_batch == 0:
             lines.append(f"largest batch that fits: none, not even 1 (margin {margin})")
         elif report.largest_batch == MAX_BATCH:
