@@ -85,10 +85,15 @@ def conclusions(report: Report) -> list[str]:
 _STATE_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer state"))
 
 
+RULE_OF_THUMB_OPTIMIZERS = frozenset({"adam", "adamw", "nadam", "radam", "adamax"})
+"""The optimizers with two moments per parameter, for which the rule of thumb was made: beside SGD (one buffer or
+none) or a forward pass alone it would mislead."""
+
+
 def rule_of_thumb_lines(report: Report) -> list[str]:
-    """The rule of thumb, then the first batch size's estimated peak split into the parts live at it: the state
-    the rule counts, and the activations and temporaries it does not. The terms are those of the table's column,
-    so they add up to the peak the line names."""
+    """The rule of thumb (training with an Adam-like optimizer only), then the first batch size's estimated peak
+    split into the parts live at it: the state the rule counts, and the activations and temporaries it does not.
+    The terms are those of the table's column, so they add up to the peak the line names."""
     first = report.batches[0]
     peak = first.at_peak
     live = [label for part, label in _STATE_PARTS if getattr(peak, part)] or ["weights"]
@@ -98,9 +103,14 @@ def rule_of_thumb_lines(report: Report) -> list[str]:
         ("activations", peak.activations),
         ("temporaries", peak.temporaries),
     )
+    rule = []
+    if (report.settings.optimizer or "").lower() in RULE_OF_THUMB_OPTIMIZERS:
+        rule.append(
+            f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
+            "without activations"
+        )
     return [
-        f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
-        "without activations",
+        *rule,
         f"estimated peak at batch {first.batch_size}: {fmt_bytes(first.peak_allocated_bytes)} = "
         + " + ".join(f"{label} {fmt_bytes(n)}" for label, n in terms),
     ]

@@ -166,7 +166,12 @@ def as_batch(made: Any, precision: Precision) -> Batch:
 
 
 def loss_of(output: Any) -> torch.Tensor:
-    """A scalar to call ``backward()`` on: the sum of the means of the output's tensors that need a gradient."""
+    """A scalar to call ``backward()`` on: the model's own loss when its output has one (a Hugging Face model
+    given labels returns it as ``loss``, beside the logits it was computed from), else the sum of the means of the
+    output's tensors that need a gradient."""
+    own = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+    if isinstance(own, torch.Tensor) and own.requires_grad and own.numel() == 1:
+        return own
     parts = [t.mean() for t in tree_leaves(output) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not parts:
         raise EstimateError("the model's output holds no tensor that needs a gradient: nothing to train")

@@ -42,3 +42,35 @@ def accumulating_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optim
     assert optimizer is not None
     optimizer.step()
     optimizer.zero_grad()
+
+
+class _Body(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(100, 16)
+        self.drop = nn.Dropout(0.1)
+        self.h = nn.ModuleList([nn.Linear(16, 16), nn.Linear(16, 16)])
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.drop(self.wte(ids))
+        for block in self.h:
+            x = block(x)
+        return x
+
+
+class _TiedLM(nn.Module):
+    """GPT-2's layout in small: its blocks in a ``ModuleList`` the forward pass never calls, after a dropout, and
+    the output layer's weight the token embedding's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transformer = _Body()
+        self.lm_head = nn.Linear(16, 100, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.transformer(ids))
+
+
+def tied_lm() -> tuple[nn.Module, Any]:
+    return _TiedLM(), lambda b: torch.zeros(b, 8, dtype=torch.long)

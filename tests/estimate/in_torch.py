@@ -20,6 +20,7 @@ from torch import nn  # noqa: E402
 from gputop.cli import main as gputop_main  # noqa: E402
 from gputop.estimate import estimate  # noqa: E402
 from gputop.estimate.render import report_to_dict  # noqa: E402
+from gputop.estimate.training import loss_of  # noqa: E402
 from tests.estimate import built_models  # noqa: E402
 from tests.estimate.built_models import accumulating_step  # noqa: E402
 from tests.estimate.families import FAMILIES  # noqa: E402
@@ -96,7 +97,18 @@ def built() -> dict[str, Any]:
         "fused": report_to_dict(estimate(small_net, [4], optimizer_args={"fused": True}))["batches"][0]["held"],
         "foreach": report_to_dict(estimate(small_net, [4]))["batches"][0]["held"],
         "custom_step": custom,
+        "own_loss": own_loss(),
+        "tied": report_to_dict(estimate(built_models.tied_lm, [1], layers=True)),
     }
+
+
+def own_loss() -> bool:
+    """Whether the default step's loss is the model's own ``loss`` when the output has one, beside logits."""
+    from transformers.modeling_outputs import CausalLMOutput
+
+    logits = torch.randn(2, 8, requires_grad=True)
+    loss = logits.logsumexp(-1).mean()
+    return loss_of(CausalLMOutput(loss=loss, logits=logits)) is loss and loss_of({"loss": loss}) is loss
 
 
 def accuracy() -> dict[str, Any]:

@@ -30,3 +30,18 @@ def test_a_fused_optimizer_is_built_as_asked_and_keeps_the_same_state(found):
 
 def test_a_custom_step_runs_its_forward_passes_in_the_precision_asked(found):
     assert found["custom_step"]["bf16-mixed"] != found["custom_step"]["fp32"]
+
+
+def test_a_models_own_loss_is_the_loss_beside_its_logits(found):
+    assert found["own_loss"] is True
+
+
+def test_the_layer_table_counts_a_tied_weight_once(found):
+    tied = found["tied"]
+    assert sum(row["parameters"] for row in tied["layers"]) == tied["parameters"] == 100 * 16 + 2 * (16 * 16 + 16)
+
+
+def test_the_layer_table_shows_a_list_of_blocks_above_its_blocks(found):
+    rows = [(row["name"], row["depth"]) for row in found["tied"]["layers"]]
+    after_dropout = rows[rows.index(("transformer.drop", 2)) + 1 :]
+    assert after_dropout[:3] == [("transformer.h", 2), ("transformer.h.0", 3), ("transformer.h.1", 3)]
