@@ -36,7 +36,8 @@ def add_parser(commands: Any) -> None:
         "estimate",
         help="a model's GPU memory before launch, without a GPU, and the largest batch that fits (needs torch)",
         usage="gputop estimate MODEL [--input SHAPE[,SHAPE...]] [--batch N[,N...]] [--optimizer NAME] "
-        "[--precision P] [--checkpointing] [--inference] [--gpu INDEX | --memory SIZE] [--layers] [--json]",
+        "[--precision P] [--checkpointing] [--checkpoint-class CLASS] [--inference] "
+        "[--gpu INDEX | --memory SIZE] [--layers] [--json]",
         description="Run two training steps of MODEL (a factory, package.module:function, returning an nn.Module "
         "or a module and a function that makes a batch for a batch size) under PyTorch's FakeTensorMode, which "
         "allocates no memory, and report each part of its memory (weights, gradients, optimizer state, "
@@ -77,7 +78,14 @@ def add_parser(commands: Any) -> None:
     )
     estimate.add_argument("--precision", choices=PRECISIONS, default="fp32", help="(default fp32)")
     estimate.add_argument(
-        "--checkpointing", action="store_true", help="activation checkpointing of the model's repeated blocks"
+        "--checkpointing",
+        action="store_true",
+        help="activation checkpointing of the model's repeated blocks (the output names them)",
+    )
+    estimate.add_argument(
+        "--checkpoint-class",
+        metavar="CLASS",
+        help="checkpoint the modules of this class instead, as Bottleneck or GPT2Block (implies --checkpointing)",
     )
     estimate.add_argument(
         "--inference", action="store_true", help="one forward pass without gradients or optimizer instead"
@@ -206,6 +214,7 @@ def main(args: argparse.Namespace) -> int:
                     optimizer_args=args.optimizer_args,
                     precision=args.precision,
                     checkpointing=args.checkpointing,
+                    checkpoint_class=args.checkpoint_class,
                     inference=args.inference,
                     memory_bytes=memory,
                     margin=args.margin / 100,

@@ -24,6 +24,7 @@ def estimate(
     optimizer_args: Mapping[str, Any] | None = None,
     precision: Precision = "fp32",
     checkpointing: bool = False,
+    checkpoint_class: str | None = None,
     inference: bool = False,
     memory_bytes: int | None = None,
     margin: float = DEFAULT_MARGIN,
@@ -45,7 +46,9 @@ def estimate(
         optimizer: any ``torch.optim`` class by name (``sgd``, ``adam``, ``adamw``, ``Adagrad``...).
         optimizer_args: its keyword arguments (``lr``, ``momentum``...).
         precision: ``fp32``, ``tf32``, ``bf16-mixed``, ``fp16-mixed`` or ``bf16``.
-        checkpointing: run the model's repeated blocks under activation checkpointing.
+        checkpointing: run the model's repeated blocks under activation checkpointing (``checkpointing.py`` says
+            which are found; ``Report.checkpointed`` which were wrapped).
+        checkpoint_class: the class name of the blocks to checkpoint instead (implies ``checkpointing``).
         inference: estimate one forward pass without gradients instead (no optimizer).
         memory_bytes: the GPU's memory: each batch is judged against it and the largest batch that fits is
             searched for.
@@ -72,11 +75,12 @@ def estimate(
         optimizer=None if inference else optimizer,
         optimizer_args=dict(optimizer_args or {}),
         precision=precision,
-        checkpointing=checkpointing,
+        checkpointing=checkpointing or checkpoint_class is not None,
         inference=inference,
         context_bytes=context_bytes,
         memory_bytes=memory_bytes,
         margin=margin,
+        checkpoint_class=checkpoint_class,
     )
     session = Session(factory, name, specs, settings, step)
     done: dict[int, BatchEstimate] = {}
@@ -104,4 +108,4 @@ def estimate(
 
         starting("layers", batch_sizes[0])
         table = layer_table(session, batch_sizes[0])
-    return Report(name, session.parameters, settings, batches, largest, tried, table)
+    return Report(name, session.parameters, settings, batches, largest, tried, table, session.checkpointed)

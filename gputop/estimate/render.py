@@ -28,7 +28,11 @@ def render_text(report: Report) -> str:
     """The estimate for people: what was run, a table with a column per batch size, then the conclusions."""
     settings = report.settings
     what = "inference (one forward pass, no gradients)" if settings.inference else f"training, {settings.optimizer}"
-    checkpointing = ", activation checkpointing" if settings.checkpointing else ""
+    checkpointing = ""
+    if settings.checkpointing:
+        checkpointing = ", activation checkpointing" + (
+            f" of {printable(report.checkpointed)}" if report.checkpointed else ""
+        )
     lines = [
         f"{printable(report.model)}: {counted(report.parameters, 'parameter')}, {what}, {settings.precision}"
         + checkpointing,
@@ -146,6 +150,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "search_estimates": report.search_estimates,
         "rule_of_thumb_bytes": report.rule_of_thumb_bytes,
         "layers": None if report.layers is None else [dataclasses.asdict(row) for row in report.layers],
+        "checkpointed": report.checkpointed,
     }
 
 

@@ -12,6 +12,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from gputop.estimate import building, training
 from gputop.estimate.allocator import replay
+from gputop.estimate.checkpointing import checkpoint_model
 from gputop.estimate.errors import EstimateError, users_code
 from gputop.estimate.inputs import InputSpec
 from gputop.estimate.parts import BatchEstimate, Parts
@@ -50,8 +51,9 @@ class Session:
                 building.adopt(self.model, self.fake_mode)
                 if settings.precision == "bf16":
                     training.to_bfloat16(self.model)
+                self.checkpointed = None
                 if settings.checkpointing and not settings.inference:
-                    training.checkpoint_blocks(self.model)
+                    self.checkpointed = checkpoint_model(self.model, settings.checkpoint_class)
             self.model.train(not settings.inference)
             first = next(self.model.parameters(), None)
             self.parameters = sum(p.numel() for p in self.model.parameters())

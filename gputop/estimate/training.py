@@ -1,5 +1,5 @@
 """The training step as the estimate runs it: the optimizer by name, the precision's dtypes and autocast,
-activation checkpointing of a model's blocks, the batch and the default step (forward, loss, backward, step)."""
+the batch and the default step (forward, loss, backward, step)."""
 
 from __future__ import annotations
 
@@ -113,28 +113,6 @@ def forward_under_autocast(model: torch.nn.Module, precision: Precision, device_
             del model.forward
         else:
             model.forward = own
-
-
-def blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The modules activation checkpointing wraps: the elements of the first ``nn.ModuleList`` or
-    ``nn.Sequential`` (breadth first, the model itself included) that holds two or more, a model's repeated
-    blocks as transformers and ResNets build them."""
-    queue = [model]
-    while queue:
-        module = queue.pop(0)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and len(module) >= 2:
-            return list(module)
-        queue.extend(module.children())
-    return []
-
-
-def checkpoint_blocks(model: torch.nn.Module) -> None:
-    """Run each of the model's ``blocks`` under ``torch.utils.checkpoint`` (non-reentrant): its activations are
-    recomputed in the backward pass instead of kept."""
-    from torch.utils.checkpoint import checkpoint
-
-    for block in blocks(model):
-        block.forward = functools.partial(checkpoint, block.forward, use_reentrant=False)
 
 
 def batch_from_specs(specs: tuple[InputSpec, ...], batch_size: int, precision: Precision) -> Batch:

@@ -74,3 +74,61 @@ class _TiedLM(nn.Module):
 
 def tied_lm() -> tuple[nn.Module, Any]:
     return _TiedLM(), lambda b: torch.zeros(b, 8, dtype=torch.long)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(width, width, 1), nn.Conv2d(width, width, 3, padding=1)
+        self.bn = nn.BatchNorm2d(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.bn(self.conv2(torch.relu(self.conv1(x)))))
+
+
+def resnet_like() -> tuple[nn.Module, Any]:
+    """ResNet's layout: a stem, then stages of different lengths of bottleneck blocks, each stage a Sequential."""
+    stages = [nn.Sequential(*[Bottleneck(8) for _ in range(n)]) for n in (3, 4, 6, 3)]
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), *stages, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return net, lambda b: torch.randn(b, 3, 16, 16)
+
+
+def vgg_like() -> nn.Module:
+    """VGG's layout: single layers in one long Sequential, then a classifier Sequential holding most weights."""
+    features = [nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()] + [
+        m for _ in range(6) for m in (nn.Conv2d(8, 8, 3), nn.ReLU())
+    ]
+    classifier = nn.Sequential(nn.Flatten(), nn.Linear(8, 4096), nn.ReLU(), nn.Linear(4096, 10))
+    return nn.Sequential(nn.Sequential(*features), classifier)
+
+
+class _Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv, self.out = nn.Linear(16, 48), nn.Linear(16, 16)
+
+
+class _Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(16, 64), nn.Linear(64, 16)
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention, self.mlp = _Attention(), _Mlp()
+
+
+class _Stack(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(n)])
+
+
+def encoder_decoder() -> nn.Module:
+    """T5's layout: an encoder and a decoder stack of blocks, each block an attention and a feed-forward part."""
+    net = nn.Module()
+    net.embedding = nn.Embedding(64, 16)
+    net.encoder, net.decoder = _Stack(3), _Stack(3)
+    return net

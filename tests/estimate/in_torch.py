@@ -19,6 +19,7 @@ from torch import nn  # noqa: E402
 
 from gputop.cli import main as gputop_main  # noqa: E402
 from gputop.estimate import estimate  # noqa: E402
+from gputop.estimate.checkpointing import checkpoint_model  # noqa: E402
 from gputop.estimate.render import report_to_dict  # noqa: E402
 from gputop.estimate.training import loss_of  # noqa: E402
 from tests.estimate import built_models  # noqa: E402
@@ -99,6 +100,16 @@ def built() -> dict[str, Any]:
         "custom_step": custom,
         "own_loss": own_loss(),
         "tied": report_to_dict(estimate(built_models.tied_lm, [1], layers=True)),
+        "checkpointed": {
+            "resnet": checkpoint_model(built_models.resnet_like()[0]),
+            "vgg": checkpoint_model(built_models.vgg_like()),
+            "encoder_decoder": checkpoint_model(built_models.encoder_decoder()),
+            "named": checkpoint_model(built_models.encoder_decoder(), "_Mlp"),
+        },
+        "checkpointing": {
+            str(block): report_to_dict(estimate(built_models.resnet_like, [2], checkpoint_class=block))
+            for block in ("Bottleneck", None)
+        },
     }
 
 

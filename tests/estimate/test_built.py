@@ -45,3 +45,26 @@ def test_the_layer_table_shows_a_list_of_blocks_above_its_blocks(found):
     rows = [(row["name"], row["depth"]) for row in found["tied"]["layers"]]
     after_dropout = rows[rows.index(("transformer.drop", 2)) + 1 :]
     assert after_dropout[:3] == [("transformer.h", 2), ("transformer.h.0", 3), ("transformer.h.1", 3)]
+
+
+def test_checkpointing_wraps_every_repeated_block_across_stages(found):
+    assert found["checkpointed"]["resnet"] == "16 Bottleneck blocks"
+
+
+def test_checkpointing_wraps_the_blocks_of_an_encoder_and_a_decoder_not_their_parts(found):
+    assert found["checkpointed"]["encoder_decoder"] == "6 Block blocks"
+
+
+def test_checkpointing_a_model_of_single_layers_splits_its_longest_sequence_into_segments(found):
+    assert found["checkpointed"]["vgg"] == "0 (Sequential of 14) in 4 segments"
+
+
+def test_checkpointing_wraps_the_class_the_user_names(found):
+    assert found["checkpointed"]["named"] == "6 _Mlp blocks"
+
+
+def test_the_estimate_says_what_checkpointing_wrapped_and_keeps_fewer_activations(found):
+    named, plain = found["checkpointing"]["Bottleneck"], found["checkpointing"]["None"]
+    assert named["settings"]["checkpointing"] is True
+    assert named["checkpointed"] == "16 Bottleneck blocks"
+    assert named["batches"][0]["held"]["activations"] < plain["batches"][0]["held"]["activations"]

@@ -99,6 +99,7 @@ def test_the_json_document_has_stable_keys_and_bytes_as_integers():
         "search_estimates",
         "rule_of_thumb_bytes",
         "layers",
+        "checkpointed",
     ]
     first = doc["batches"][0]
     assert first["at_peak"] == {
