@@ -6,9 +6,9 @@ They are found by class: among the classes of modules that hold other modules (c
 twice or more, those whose instances hold at least half of the model's parameters, and of these the one with the
 most instances (then the most parameters). A block's attention or feed-forward part occurs as often as the block
 but holds less of the model; a stage or an encoder holds as much but occurs less often. A model without such a
-class (VGG's one ``Sequential`` of single layers) has its longest ``Sequential`` checkpointed in about √n
-segments (``torch.utils.checkpoint.checkpoint_sequential``): a single layer checkpointed saves nothing, since the
-checkpoint keeps its input, which is what the layer saves.
+class has the elements of its longest ``Sequential`` checkpointed when they are blocks themselves, else (VGG's
+single layers) that ``Sequential`` in about √n segments (``torch.utils.checkpoint.checkpoint_sequential``): a
+single layer checkpointed saves nothing, since the checkpoint keeps its input, which is what the layer saves.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def checkpoint_model(model: torch.nn.Module, block_class: str | None = None) -> 
     if not sequences:
         raise EstimateError("no repeated blocks to checkpoint: name their class with --checkpoint-class")
     name, longest = max(sequences, key=lambda item: len(item[1]))
+    if all(next(element.children(), None) is not None for element in longest):
+        return _wrap(list(longest))  # a Sequential of blocks built as Sequentials
     segments = max(2, round(math.sqrt(len(longest))))
     longest.forward = functools.partial(_run_in_segments, longest, segments)  # type: ignore[method-assign]
     return f"{name or 'the model'} (Sequential of {len(longest)}) in {segments} segments"
