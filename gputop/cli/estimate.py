@@ -48,7 +48,8 @@ def add_parser(commands: Any) -> None:
         "model",
         metavar="MODEL",
         help="the model factory, package.module:function, from PYTHONPATH, the installed packages or the current "
-        "directory (only when no one else can write to it)",
+        "directory (only when no one else can write to it); or hf:TYPE (a configuration transformers ships, as "
+        "hf:gpt2), hf:PATH (a config.json or a model directory, no weights read) or timm:NAME; nothing is downloaded",
     )
     estimate.add_argument(
         "--input",
@@ -57,6 +58,13 @@ def add_parser(commands: Any) -> None:
         dest="estimate_inputs",
         help="the batch's tensors after the batch dimension, as 3x224x224 or 128:int64, for a factory that returns "
         "a module alone",
+    )
+    estimate.add_argument(
+        "--seq",
+        type=_sequence_length,
+        metavar="N",
+        dest="estimate_seq",
+        help="tokens per sample of an hf: model (default 512, or fewer where the model takes fewer)",
     )
     estimate.add_argument(
         "--batch",
@@ -103,8 +111,8 @@ def add_parser(commands: Any) -> None:
         type=margin_percent,
         default=DEFAULT_MARGIN * 100,
         metavar="PERCENT",
-        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%; 5 or 5%% is 5%%, "
-        "a bare number under 1 a fraction: 0.05 is 5%%)",
+        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%): 5 or 5%% is 5%%, "
+        "a bare number under 1 a fraction (0.05 is 5%%)",
     )
     estimate.add_argument(
         "--context-bytes",
@@ -141,6 +149,12 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
     if not all(p.isascii() and p.isdigit() and 0 < int(p) <= 1 << 30 for p in parts):
         raise argparse.ArgumentTypeError(f"not batch sizes: {text!r} (as 8 or 8,32,128)")
     return tuple(int(p) for p in parts)
+
+
+def _sequence_length(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 < int(text) <= 1 << 24):
+        raise argparse.ArgumentTypeError(f"not a sequence length: {text!r} (as 1024)")
+    return int(text)
 
 
 def _gpu_index(text: str) -> int:
@@ -221,6 +235,7 @@ def main(args: argparse.Namespace) -> int:
                     context_bytes=args.context_bytes,
                     layers=args.layers,
                     progress=lambda progress: show(progress_line(progress)),
+                    sequence_length=args.estimate_seq,
                 )
         except EstimateError as exc:
             return error(str(exc))

@@ -9,6 +9,7 @@ from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISI
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.factory import load_factory
 from gputop.estimate.inputs import InputSpec, parse_inputs
+from gputop.estimate.named import is_named, named_factory
 from gputop.estimate.parts import BatchEstimate
 from gputop.estimate.progress import Phase, Progress
 from gputop.estimate.report import Report, Settings
@@ -32,11 +33,13 @@ def estimate(
     step: Callable[..., None] | None = None,
     layers: bool = False,
     progress: Callable[[Progress], None] | None = None,
+    sequence_length: int | None = None,
 ) -> Report:
     """Estimate a model's GPU memory without a GPU, by running its training step under ``FakeTensorMode``.
 
     Args:
-        model: a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
+        model: a model by name (``hf:gpt2``, ``hf:PATH`` to a config.json, ``timm:convnext_tiny``: ``named.py``),
+            or a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
             a function that makes one batch for a given batch size. It is called under ``FakeTensorMode``, so the
             model is never materialised. A name is imported from ``sys.path``, and from the current directory only
             when no one else can change it (``factory.search_path_for``, which may take it off ``sys.path``).
@@ -58,6 +61,7 @@ def estimate(
             backward, step; ``batch`` is ``(args, kwargs)`` for the model. It runs twice.
         layers: also build the layer table (at the first batch size).
         progress: called as each estimate starts, with what it runs and what the one before found.
+        sequence_length: the tokens per sample of an ``hf:`` model (default 512, or its positions if fewer).
 
     Returns:
         The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
@@ -67,7 +71,10 @@ def estimate(
     if not batch_sizes or any(b < 1 for b in batch_sizes):
         raise EstimateError("batch sizes must be 1 or more")
     name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
-    factory = load_factory(model) if isinstance(model, str) else model  # first: it settles where torch comes from
+    if isinstance(model, str) and is_named(model):
+        factory = named_factory(model, sequence_length)
+    else:  # first: a factory's name settles where torch comes from
+        factory = load_factory(model) if isinstance(model, str) else model
     from gputop.estimate.session import Session
 
     specs = parse_inputs(inputs) if isinstance(inputs, str) else None if inputs is None else tuple(inputs)

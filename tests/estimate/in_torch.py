@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -122,6 +123,57 @@ def own_loss() -> bool:
     return loss_of(CausalLMOutput(loss=loss, logits=logits)) is loss and loss_of({"loss": loss}) is loss
 
 
+HF_CONFIGS: dict[str, dict[str, Any]] = {
+    "GPT-2": {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 512, "n_positions": 64},
+    "Llama": {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 512,
+    },
+    "BERT": {
+        "model_type": "bert",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "vocab_size": 512,
+    },
+}
+"""Tiny configurations of three Hugging Face families: a causal model with learnt positions, one with rotary
+positions and grouped-query attention, and a masked one."""
+
+
+def named() -> dict[str, Any]:
+    """Hugging Face models by configuration file and by directory, estimated and measured on a real step; what a
+    name that needs a download, and timm where it cannot be imported, say."""
+    import tempfile
+
+    from gputop.estimate.errors import EstimateError
+    from gputop.estimate.named import named_factory
+
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for family, config in HF_CONFIGS.items():
+            path = os.path.join(directory, family)
+            os.makedirs(path)
+            with open(os.path.join(path, "config.json"), "w") as file:
+                json.dump(config, file)
+            report = estimate(f"hf:{path}/config.json", [2], sequence_length=32)
+            real = measured_peak(named_factory(f"hf:{path}", 32), 2)
+            found[family] = {"estimated": peak(report), "measured": real, "parameters": report.parameters}
+        found["directory"] = estimate(f"hf:{directory}/GPT-2", [1], sequence_length=8, inference=True).parameters
+    for spec in ("hf:gpt2-xl", "timm:convnext_tiny"):
+        try:
+            estimate(spec, [1])
+        except EstimateError as exc:
+            found[spec] = str(exc)
+    return found
+
+
 def accuracy() -> dict[str, Any]:
     """For each family and batch size: the estimated peak and the one measured on a real CPU run."""
     rows = {}
@@ -160,4 +212,4 @@ if __name__ == "__main__":
     if what == "commands":
         sys.stdout.write(json.dumps(commands(json.loads(sys.argv[2]))))
     else:
-        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy, "built": built}[what]()))
+        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy, "built": built, "named": named}[what]()))
