@@ -44,7 +44,7 @@ def layer_table(session: Session, batch_size: int) -> tuple[LayerRow, ...]:
     handles = [h for m in names for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
     failed = f"the layer table's forward pass failed at {{}} (batch size {batch_size}): "
     try:
-        with users_code(lambda: failed.format(tracker.operator or "its start")), session.fake_mode, tracker:
+        with users_code(lambda exc: failed.format(tracker.failed_at(exc))), session.fake_mode, tracker:
             tracker.add([*model.parameters(), *model.buffers()], "weights")
             weights = tracker.live_serials([*model.parameters(), *model.buffers()])
             args, kwargs = session.batch(batch_size)

@@ -36,7 +36,7 @@ def named_factory(spec: str, sequence_length: int | None) -> Callable[[], Any]:
 
 
 def _timm(name: str) -> Callable[[], Any]:
-    with users_code(lambda: f"timm:{name} needs timm, which cannot be imported: "):
+    with users_code(lambda _: f"timm:{name} needs timm, which cannot be imported: "):
         import timm  # type: ignore[import-not-found, unused-ignore]
     if name not in timm.list_models():
         raise EstimateError(f"timm has no model {name!r} (timm.list_models() names them)")
@@ -44,7 +44,7 @@ def _timm(name: str) -> Callable[[], Any]:
 
 
 def _hugging_face(name: str, sequence_length: int | None) -> Callable[[], Any]:
-    with users_code(lambda: f"hf:{name} needs transformers, which cannot be imported: "):
+    with users_code(lambda _: f"hf:{name} needs transformers, which cannot be imported: "):
         import transformers
         from transformers.models.auto import configuration_auto, modeling_auto
     config = _config(name, transformers, configuration_auto.CONFIG_MAPPING)
@@ -87,7 +87,7 @@ def _config(name: str, transformers: Any, known: Any) -> Any:
         if not isinstance(values, dict) or values.get("model_type") not in known:
             raise EstimateError(f"hf:{name}: not a configuration of a model type transformers knows (model_type)")
         kind = values.pop("model_type")
-        with users_code(lambda: f"hf:{name}: "):
+        with users_code(lambda _: f"hf:{name}: "):
             return transformers.AutoConfig.for_model(kind, **values)
     if name in known:
         return transformers.AutoConfig.for_model(name)

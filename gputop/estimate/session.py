@@ -44,7 +44,7 @@ class Session:
         self.settings = settings
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         # the model's own methods run here too (train(), parameters() may be overridden)
-        with users_code(lambda: f"{name} raised "):
+        with users_code(lambda _: f"{name} raised "):
             made = building.build(factory, self.fake_mode)
             with self.fake_mode:
                 self.model, self._make_batch = _model_and_batches(made, name, inputs)
@@ -76,7 +76,7 @@ class Session:
         failed = f"the model failed under FakeTensorMode at {{}} (batch size {batch_size}): "
         try:
             with (
-                users_code(lambda: failed.format(tracker.operator or "its start")),
+                users_code(lambda exc: failed.format(tracker.failed_at(exc))),
                 self.fake_mode,
                 tracker,
                 training.native_kernels(),

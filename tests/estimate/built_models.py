@@ -132,3 +132,18 @@ def encoder_decoder() -> nn.Module:
     net.embedding = nn.Embedding(64, 16)
     net.encoder, net.decoder = _Stack(3), _Stack(3)
     return net
+
+
+class _Complaining(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        raise ValueError("the batch is the wrong shape")
+
+
+def complaining() -> tuple[nn.Module, Any]:
+    """A model whose forward pass raises a plain Python exception after an operator has run."""
+    return _Complaining(), lambda b: torch.randn(b, 8)

@@ -100,6 +100,7 @@ def built() -> dict[str, Any]:
         "foreach": report_to_dict(estimate(small_net, [4]))["batches"][0]["held"],
         "custom_step": custom,
         "own_loss": own_loss(),
+        "complaint": failure(built_models.complaining),
         "tied": report_to_dict(estimate(built_models.tied_lm, [1], layers=True)),
         "checkpointed": {
             "resnet": checkpoint_model(built_models.resnet_like()[0]),
@@ -112,6 +113,17 @@ def built() -> dict[str, Any]:
             for block in ("Bottleneck", None)
         },
     }
+
+
+def failure(factory: Any) -> str:
+    """The one line the estimate of ``factory`` fails with."""
+    from gputop.estimate.errors import EstimateError
+
+    try:
+        estimate(factory, [1])
+    except EstimateError as exc:
+        return str(exc)
+    return "no failure"
 
 
 def own_loss() -> bool:

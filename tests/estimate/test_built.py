@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.estimate.helpers import in_torch
+from tests.estimate.helpers import ROOT, in_torch
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +68,12 @@ def test_the_estimate_says_what_checkpointing_wrapped_and_keeps_fewer_activation
     assert named["settings"]["checkpointing"] is True
     assert named["checkpointed"] == "16 Bottleneck blocks"
     assert named["batches"][0]["held"]["activations"] < plain["batches"][0]["held"]["activations"]
+
+
+def test_a_python_exception_in_the_models_code_names_its_file_and_line_not_an_operator(found):
+    source = (ROOT / "tests/estimate/built_models.py").read_text().splitlines()
+    line = 1 + source.index('        raise ValueError("the batch is the wrong shape")')
+    assert found["complaint"] == (
+        f"the model failed under FakeTensorMode at tests/estimate/built_models.py:{line} (batch size 1): "
+        "ValueError: the batch is the wrong shape"
+    )
