@@ -36,7 +36,8 @@ def add_parser(commands: Any) -> None:
         "estimate",
         help="a model's GPU memory before launch, without a GPU, and the largest batch that fits (needs torch)",
         usage="gputop estimate MODEL [--input SHAPE[,SHAPE...]] [--batch N[,N...]] [--optimizer NAME] "
-        "[--precision P] [--checkpointing] [--inference] [--gpu INDEX | --memory SIZE] [--layers] [--json]",
+        "[--precision P] [--checkpointing] [--checkpoint-class CLASS] [--inference] "
+        "[--gpu INDEX | --memory SIZE] [--layers] [--json]",
         description="Run two training steps of MODEL (a factory, package.module:function, returning an nn.Module "
         "or a module and a function that makes a batch for a batch size) under PyTorch's FakeTensorMode, which "
         "allocates no memory, and report each part of its memory (weights, gradients, optimizer state, "
@@ -47,7 +48,8 @@ def add_parser(commands: Any) -> None:
         "model",
         metavar="MODEL",
         help="the model factory, package.module:function, from PYTHONPATH, the installed packages or the current "
-        "directory (only when no one else can write to it)",
+        "directory (only when no one else can write to it); or hf:TYPE (a configuration transformers ships, as "
+        "hf:gpt2), hf:PATH (a config.json or a model directory, no weights read) or timm:NAME; nothing is downloaded",
     )
     estimate.add_argument(
         "--input",
@@ -56,6 +58,13 @@ def add_parser(commands: Any) -> None:
         dest="estimate_inputs",
         help="the batch's tensors after the batch dimension, as 3x224x224 or 128:int64, for a factory that returns "
         "a module alone",
+    )
+    estimate.add_argument(
+        "--seq",
+        type=_sequence_length,
+        metavar="N",
+        dest="estimate_seq",
+        help="tokens per sample of an hf: model (default 512, or fewer where the model takes fewer)",
     )
     estimate.add_argument(
         "--batch",
@@ -77,7 +86,14 @@ def add_parser(commands: Any) -> None:
     )
     estimate.add_argument("--precision", choices=PRECISIONS, default="fp32", help="(default fp32)")
     estimate.add_argument(
-        "--checkpointing", action="store_true", help="activation checkpointing of the model's repeated blocks"
+        "--checkpointing",
+        action="store_true",
+        help="activation checkpointing of the model's repeated blocks (the output names them)",
+    )
+    estimate.add_argument(
+        "--checkpoint-class",
+        metavar="CLASS",
+        help="checkpoint the modules of this class instead, as Bottleneck or GPT2Block (implies --checkpointing)",
     )
     estimate.add_argument(
         "--inference", action="store_true", help="one forward pass without gradients or optimizer instead"
@@ -85,14 +101,18 @@ def add_parser(commands: Any) -> None:
     target = estimate.add_mutually_exclusive_group()
     target.add_argument("--gpu", type=_gpu_index, metavar="INDEX", help="judge against this GPU's memory (NVML)")
     target.add_argument(
-        "--memory", type=byte_size, metavar="SIZE", help="judge against a GPU of this size, as 80GiB or 24GB"
+        "--memory",
+        type=gpu_size,
+        metavar="SIZE",
+        help="judge against a GPU of this size, as 80GiB or 24GB (a bare number is GiB: 80 is 80GiB)",
     )
     estimate.add_argument(
         "--margin",
-        type=_percent,
+        type=margin_percent,
         default=DEFAULT_MARGIN * 100,
         metavar="PERCENT",
-        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%)",
+        help=f"the share of the GPU's memory to keep free (default {DEFAULT_MARGIN * 100:.0f}%%): 5 or 5%% is 5%%, "
+        "a bare number under 1 a fraction (0.05 is 5%%)",
     )
     estimate.add_argument(
         "--context-bytes",
@@ -131,14 +151,32 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
+def _sequence_length(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 < int(text) <= 1 << 24):
+        raise argparse.ArgumentTypeError(f"not a sequence length: {text!r} (as 1024)")
+    return int(text)
+
+
 def _gpu_index(text: str) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 4):
         raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
     return int(text)
 
 
-def _percent(text: str) -> float:
+def gpu_size(text: str) -> int:
+    """A GPU's memory: a size with its unit, or a bare number of GiB, as GPUs are sold (``80`` is 80 GiB: no GPU
+    has 80 bytes)."""
+    if text.strip() and not text.strip()[-1].isalpha():
+        return byte_size(f"{text.strip()}GiB")
+    return byte_size(text)
+
+
+def margin_percent(text: str) -> float:
+    """A percentage, ``5%`` or ``5``; a bare number under 1 is the fraction people write it as (``0.05`` is 5 %,
+    where 0.05 % of a GPU is never meant)."""
     value = number(text.removesuffix("%"), "a percentage")
+    if not text.endswith("%") and 0 < value < 1:
+        value *= 100
     if not 0 <= value < 100:
         raise argparse.ArgumentTypeError(f"must be from 0 to under 100 percent, got {text}")
     return value
@@ -190,12 +228,14 @@ def main(args: argparse.Namespace) -> int:
                     optimizer_args=args.optimizer_args,
                     precision=args.precision,
                     checkpointing=args.checkpointing,
+                    checkpoint_class=args.checkpoint_class,
                     inference=args.inference,
                     memory_bytes=memory,
                     margin=args.margin / 100,
                     context_bytes=args.context_bytes,
                     layers=args.layers,
                     progress=lambda progress: show(progress_line(progress)),
+                    sequence_length=args.estimate_seq,
                 )
         except EstimateError as exc:
             return error(str(exc))

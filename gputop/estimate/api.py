@@ -9,6 +9,7 @@ from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISI
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.factory import load_factory
 from gputop.estimate.inputs import InputSpec, parse_inputs
+from gputop.estimate.named import is_named, named_factory
 from gputop.estimate.parts import BatchEstimate
 from gputop.estimate.progress import Phase, Progress
 from gputop.estimate.report import Report, Settings
@@ -24,6 +25,7 @@ def estimate(
     optimizer_args: Mapping[str, Any] | None = None,
     precision: Precision = "fp32",
     checkpointing: bool = False,
+    checkpoint_class: str | None = None,
     inference: bool = False,
     memory_bytes: int | None = None,
     margin: float = DEFAULT_MARGIN,
@@ -31,11 +33,13 @@ def estimate(
     step: Callable[..., None] | None = None,
     layers: bool = False,
     progress: Callable[[Progress], None] | None = None,
+    sequence_length: int | None = None,
 ) -> Report:
     """Estimate a model's GPU memory without a GPU, by running its training step under ``FakeTensorMode``.
 
     Args:
-        model: a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
+        model: a model by name (``hf:gpt2``, ``hf:PATH`` to a config.json, ``timm:convnext_tiny``: ``named.py``),
+            or a factory (or its name, ``package.module:function``) that returns an ``nn.Module``, or a module and
             a function that makes one batch for a given batch size. It is called under ``FakeTensorMode``, so the
             model is never materialised. A name is imported from ``sys.path``, and from the current directory only
             when no one else can change it (``factory.search_path_for``, which may take it off ``sys.path``).
@@ -45,7 +49,9 @@ def estimate(
         optimizer: any ``torch.optim`` class by name (``sgd``, ``adam``, ``adamw``, ``Adagrad``...).
         optimizer_args: its keyword arguments (``lr``, ``momentum``...).
         precision: ``fp32``, ``tf32``, ``bf16-mixed``, ``fp16-mixed`` or ``bf16``.
-        checkpointing: run the model's repeated blocks under activation checkpointing.
+        checkpointing: run the model's repeated blocks under activation checkpointing (``checkpointing.py`` says
+            which are found; ``Report.checkpointed`` which were wrapped).
+        checkpoint_class: the class name of the blocks to checkpoint instead (implies ``checkpointing``).
         inference: estimate one forward pass without gradients instead (no optimizer).
         memory_bytes: the GPU's memory: each batch is judged against it and the largest batch that fits is
             searched for.
@@ -55,6 +61,7 @@ def estimate(
             backward, step; ``batch`` is ``(args, kwargs)`` for the model. It runs twice.
         layers: also build the layer table (at the first batch size).
         progress: called as each estimate starts, with what it runs and what the one before found.
+        sequence_length: the tokens per sample of an ``hf:`` model (default 512, or its positions if fewer).
 
     Returns:
         The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
@@ -64,7 +71,10 @@ def estimate(
     if not batch_sizes or any(b < 1 for b in batch_sizes):
         raise EstimateError("batch sizes must be 1 or more")
     name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
-    factory = load_factory(model) if isinstance(model, str) else model  # first: it settles where torch comes from
+    if isinstance(model, str) and is_named(model):
+        factory = named_factory(model, sequence_length)
+    else:  # first: a factory's name settles where torch comes from
+        factory = load_factory(model) if isinstance(model, str) else model
     from gputop.estimate.session import Session
 
     specs = parse_inputs(inputs) if isinstance(inputs, str) else None if inputs is None else tuple(inputs)
@@ -72,11 +82,12 @@ def estimate(
         optimizer=None if inference else optimizer,
         optimizer_args=dict(optimizer_args or {}),
         precision=precision,
-        checkpointing=checkpointing,
+        checkpointing=checkpointing or checkpoint_class is not None,
         inference=inference,
         context_bytes=context_bytes,
         memory_bytes=memory_bytes,
         margin=margin,
+        checkpoint_class=checkpoint_class,
     )
     session = Session(factory, name, specs, settings, step)
     done: dict[int, BatchEstimate] = {}
@@ -104,4 +115,4 @@ def estimate(
 
         starting("layers", batch_sizes[0])
         table = layer_table(session, batch_sizes[0])
-    return Report(name, session.parameters, settings, batches, largest, tried, table)
+    return Report(name, session.parameters, settings, batches, largest, tried, table, session.checkpointed)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import sysconfig
+import traceback
 from collections.abc import Callable, Iterator
 
 
@@ -11,9 +15,9 @@ class EstimateError(Exception):
 
 
 @contextlib.contextmanager
-def users_code(failed: Callable[[], str]) -> Iterator[None]:
+def users_code(failed: Callable[[BaseException], str]) -> Iterator[None]:
     """Around the user's code (the model's module, its factory, its batch function, its forward pass, a custom
-    step): whatever it raises becomes an ``EstimateError`` reading ``failed()`` then ``describe(exc)``. That
+    step): whatever it raises becomes an ``EstimateError`` reading ``failed(exc)`` then ``describe(exc)``. That
     includes ``SystemExit`` (an ``exit()`` in the model's code must not end the estimate's caller, nor a command
     with status 0) and other ``BaseException``\\ s. ``KeyboardInterrupt`` passes: it is Ctrl-C, the caller's."""
     try:
@@ -21,7 +25,7 @@ def users_code(failed: Callable[[], str]) -> Iterator[None]:
     except (EstimateError, KeyboardInterrupt):
         raise
     except BaseException as exc:
-        raise EstimateError(f"{failed()}{describe(exc)}") from exc
+        raise EstimateError(f"{failed(exc)}{describe(exc)}") from exc
 
 
 def describe(exc: BaseException) -> str:
@@ -39,6 +43,29 @@ def describe(exc: BaseException) -> str:
     except Exception:  # the user's __str__ may raise too
         message = ""
     return f"{name}: {message}" if message else name
+
+
+def raised_where(exc: BaseException) -> str | None:
+    """Where the user's code raised ``exc``: ``file:line`` of the innermost frame of its traceback outside torch,
+    gputop and Python's own library (relative to the current directory when below it); None when there is none."""
+    skipped = [os.path.dirname(os.path.dirname(__file__)), sysconfig.get_paths()["stdlib"]]
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.__file__:
+        skipped.append(os.path.dirname(torch.__file__))
+    found = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not any(path.startswith(root + os.sep) for root in skipped) and not path.startswith("<"):
+            found = f"{_shown(path)}:{line}"
+    return found
+
+
+def _shown(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith(os.pardir) else relative
 
 
 def first_line(text: str) -> str:

@@ -36,7 +36,7 @@ def load_factory(spec: str) -> Callable[[], Any]:
         raise EstimateError(f"a model factory is package.module:function, got {spec!r}")
     module_name, function_name = match.groups()
     search_path_for(module_name.partition(".")[0])
-    with users_code(lambda: f"cannot import {module_name}: "):
+    with users_code(lambda _: f"cannot import {module_name}: "):
         module = importlib.import_module(module_name)
         factory = getattr(module, function_name, None)  # a module's __getattr__ is its code too
     if not callable(factory):

@@ -28,18 +28,27 @@ def render_text(report: Report) -> str:
     """The estimate for people: what was run, a table with a column per batch size, then the conclusions."""
     settings = report.settings
     what = "inference (one forward pass, no gradients)" if settings.inference else f"training, {settings.optimizer}"
-    checkpointing = ", activation checkpointing" if settings.checkpointing else ""
+    checkpointing = ""
+    if settings.checkpointing:
+        checkpointing = ", activation checkpointing" + (
+            f" of {printable(report.checkpointed)}" if report.checkpointed else ""
+        )
     lines = [
         f"{printable(report.model)}: {counted(report.parameters, 'parameter')}, {what}, {settings.precision}"
         + checkpointing,
     ]
     if settings.memory_bytes is not None:
-        lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {settings.margin:.0%} free")
+        lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {percent(settings.margin)} free")
     lines += ["", *aligned(_batch_rows(report), right=set(range(1, len(report.batches) + 1)))]
     lines += ["", *conclusions(report)]
     if report.layers is not None:
         lines += ["", *layer_lines(report.layers)]
     return "\n".join(lines) + "\n"
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with the digits it has: ``10%``, ``2.5%``, never ``0%`` for 0.05 %."""
+    return f"{share * 100:.4g}%"
 
 
 def _batch_rows(report: Report) -> list[list[str]]:
@@ -63,7 +72,7 @@ def conclusions(report: Report) -> list[str]:
     """The largest batch that fits, and the rule of thumb beside the first batch size's peak."""
     lines = []
     if report.largest_batch is not None:
-        margin = f"{report.settings.margin:.0%}"
+        margin = percent(report.settings.margin)
         if report.largest_batch == 0:
             lines.append(f"largest batch that fits: none, not even 1 (margin {margin})")
         elif report.largest_batch == MAX_BATCH:
@@ -80,10 +89,15 @@ def conclusions(report: Report) -> list[str]:
 _STATE_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer state"))
 
 
+RULE_OF_THUMB_OPTIMIZERS = frozenset({"adam", "adamw", "nadam", "radam", "adamax"})
+"""The optimizers with two moments per parameter, for which the rule of thumb was made: beside SGD (one buffer or
+none) or a forward pass alone it would mislead."""
+
+
 def rule_of_thumb_lines(report: Report) -> list[str]:
-    """The rule of thumb, then the first batch size's estimated peak split into the parts live at it: the state
-    the rule counts, and the activations and temporaries it does not. The terms are those of the table's column,
-    so they add up to the peak the line names."""
+    """The rule of thumb (training with an Adam-like optimizer only), then the first batch size's estimated peak
+    split into the parts live at it: the state the rule counts, and the activations and temporaries it does not.
+    The terms are those of the table's column, so they add up to the peak the line names."""
     first = report.batches[0]
     peak = first.at_peak
     live = [label for part, label in _STATE_PARTS if getattr(peak, part)] or ["weights"]
@@ -93,9 +107,14 @@ def rule_of_thumb_lines(report: Report) -> list[str]:
         ("activations", peak.activations),
         ("temporaries", peak.temporaries),
     )
+    rule = []
+    if (report.settings.optimizer or "").lower() in RULE_OF_THUMB_OPTIMIZERS:
+        rule.append(
+            f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
+            "without activations"
+        )
     return [
-        f"rule of thumb {RULE_OF_THUMB_BYTES_PER_PARAMETER} B/param: {fmt_bytes(report.rule_of_thumb_bytes)}, "
-        "without activations",
+        *rule,
         f"estimated peak at batch {first.batch_size}: {fmt_bytes(first.peak_allocated_bytes)} = "
         + " + ".join(f"{label} {fmt_bytes(n)}" for label, n in terms),
     ]
@@ -131,6 +150,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "search_estimates": report.search_estimates,
         "rule_of_thumb_bytes": report.rule_of_thumb_bytes,
         "layers": None if report.layers is None else [dataclasses.asdict(row) for row in report.layers],
+        "checkpointed": report.checkpointed,
     }
 
 

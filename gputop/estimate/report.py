@@ -22,6 +22,8 @@ class Settings:
     context_bytes: int
     memory_bytes: int | None
     margin: float
+    checkpoint_class: str | None = None
+    """The class of the blocks checkpointing was asked to wrap (None: the repeated blocks found)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Report:
     largest_batch: int | None
     search_estimates: int
     layers: tuple[LayerRow, ...] | None
+    checkpointed: str | None = None
+    """What activation checkpointing wrapped (``16 Bottleneck blocks``); None without checkpointing."""
 
     @property
     def rule_of_thumb_bytes(self) -> int:

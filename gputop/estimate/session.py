@@ -3,14 +3,16 @@ training steps (two, so the optimizer's state exists in the second), or around o
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from gputop.estimate import training
+from gputop.estimate import building, training
 from gputop.estimate.allocator import replay
+from gputop.estimate.checkpointing import checkpoint_model
 from gputop.estimate.errors import EstimateError, users_code
 from gputop.estimate.inputs import InputSpec
 from gputop.estimate.parts import BatchEstimate, Parts
@@ -42,20 +44,23 @@ class Session:
         self.settings = settings
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         # the model's own methods run here too (train(), parameters() may be overridden)
-        with users_code(lambda: f"{name} raised "):
+        with users_code(lambda _: f"{name} raised "):
+            made = building.build(factory, self.fake_mode)
             with self.fake_mode:
-                made = factory()
                 self.model, self._make_batch = _model_and_batches(made, name, inputs)
+                building.adopt(self.model, self.fake_mode)
                 if settings.precision == "bf16":
                     training.to_bfloat16(self.model)
+                self.checkpointed = None
                 if settings.checkpointing and not settings.inference:
-                    training.checkpoint_blocks(self.model)
+                    self.checkpointed = checkpoint_model(self.model, settings.checkpoint_class)
             self.model.train(not settings.inference)
             first = next(self.model.parameters(), None)
             self.parameters = sum(p.numel() for p in self.model.parameters())
         self._inputs = inputs
         self.device_type = "cpu" if first is None else first.device.type
         self._step = step or training.default_step(settings.precision, self.device_type)
+        self._custom_step = step is not None
 
     def batch(self, batch_size: int) -> training.Batch:
         """One batch of ``batch_size`` (call under the fake mode)."""
@@ -71,7 +76,7 @@ class Session:
         failed = f"the model failed under FakeTensorMode at {{}} (batch size {batch_size}): "
         try:
             with (
-                users_code(lambda: failed.format(tracker.operator or "its start")),
+                users_code(lambda exc: failed.format(tracker.failed_at(exc))),
                 self.fake_mode,
                 tracker,
                 training.native_kernels(),
@@ -121,8 +126,13 @@ class Session:
             tracker.claim([tensor], "activations")
             return tensor
 
+        autocast = (
+            training.forward_under_autocast(self.model, self.settings.precision, self.device_type)
+            if self._custom_step
+            else contextlib.nullcontext()
+        )
         try:
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            with autocast, torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
                 for _ in range(TRAINING_STEPS):
                     self._step(self.model, batch, optimizer)
         finally:

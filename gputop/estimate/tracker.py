@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from gputop.estimate.allocator import Event
+from gputop.estimate.errors import raised_where
 from gputop.estimate.parts import PARTS, Part, Parts
 from gputop.estimate.workspace import workspace_bytes
 
@@ -51,7 +52,9 @@ class MemoryTracker(TorchDispatchMode):
         self.peak_bytes = 0
         self.peak_event = 0
         self.operator: str | None = None
-        """The operator running now, or the last one run: named in the error when the model fails."""
+        """The operator running now, or the last one run."""
+        self.running: str | None = None
+        """The operator running now (None between operators): the one named when the model fails inside it."""
         self._live: dict[int, int] = {}  # storage address → allocation serial
         self._watch: dict[int, weakref.ref[torch.UntypedStorage]] = {}
         self._serials = itertools.count()
@@ -59,14 +62,20 @@ class MemoryTracker(TorchDispatchMode):
         self._part_most = dict.fromkeys(PARTS, 0)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.operator = str(func)
+        self.operator = self.running = str(func)
         scratch = workspace_bytes(func, args)
         serial = self._allocate(scratch, None) if scratch else None
         out = func(*args, **(kwargs or {}))
+        self.running = None
         self.add(out)
         if serial is not None:
             self._release(serial)
         return out
+
+    def failed_at(self, exc: BaseException) -> str:
+        """Where a step that raised ``exc`` failed: the operator it raised in, else the line of the user's code
+        that raised it (a plain Python exception between operators), else the last operator run."""
+        return self.running or raised_where(exc) or self.operator or "its start"
 
     def add(self, tensors: Any, part: Part | None = None) -> None:
         """Count the storages of the tensors in ``tensors`` (any nesting) not seen yet, claimed by ``part``."""

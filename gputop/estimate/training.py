@@ -1,5 +1,5 @@
 """The training step as the estimate runs it: the optimizer by name, the precision's dtypes and autocast,
-activation checkpointing of a model's blocks, the batch and the default step (forward, loss, backward, step)."""
+the batch and the default step (forward, loss, backward, step)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from gputop.estimate.building import replace_tensors
 from gputop.estimate.defaults import Precision
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.inputs import InputSpec
@@ -38,10 +39,12 @@ def optimizer_class(name: str) -> type[torch.optim.Optimizer]:
 
 def make_optimizer(name: str, args: dict[str, Any], model: torch.nn.Module) -> torch.optim.Optimizer:
     """The optimizer over the model's trainable parameters, built as on a GPU: with the multi-tensor (``foreach``)
-    implementation PyTorch picks for CUDA tensors unless ``args`` says otherwise, since its temporaries differ
-    from the one-tensor-at-a-time loop PyTorch uses on the CPU."""
+    implementation PyTorch picks for CUDA tensors unless ``args`` says otherwise (``foreach``, or ``fused``, which
+    cannot be combined with it), since its temporaries differ from the one-tensor-at-a-time loop PyTorch uses on
+    the CPU."""
     cls = optimizer_class(name)
-    if "foreach" in inspect.signature(cls.__init__).parameters and "foreach" not in args:
+    chosen = "foreach" in args or args.get("fused")
+    if "foreach" in inspect.signature(cls.__init__).parameters and not chosen:
         args = {**args, "foreach": True}
     params = [p for p in model.parameters() if p.requires_grad]
     try:
@@ -55,28 +58,8 @@ def model_dtype(precision: Precision) -> torch.dtype:
 
 
 def to_bfloat16(model: torch.nn.Module) -> None:
-    """The model's floating parameters and buffers replaced by bfloat16 ones, tied ones staying tied.
-
-    Done by hand: ``Module.to`` swaps a fake parameter's contents in place, which fails once anything holds a
-    weak reference to it, as ``FakeTensorMode``'s caches may.
-    """
-    converted: dict[int, torch.Tensor] = {}
-
-    def convert(tensor: torch.Tensor) -> torch.Tensor:
-        if id(tensor) not in converted:
-            new = tensor.to(torch.bfloat16) if tensor.is_floating_point() else tensor
-            if isinstance(tensor, torch.nn.Parameter):
-                new = torch.nn.Parameter(new, requires_grad=tensor.requires_grad)
-            converted[id(tensor)] = new
-        return converted[id(tensor)]
-
-    for module in model.modules():
-        for key, parameter in module._parameters.items():
-            if parameter is not None:
-                module._parameters[key] = cast(torch.nn.Parameter, convert(parameter))  # a parameter stays one
-        for key, buffer in module._buffers.items():
-            if buffer is not None:
-                module._buffers[key] = convert(buffer)
+    """The model's floating parameters and buffers replaced by bfloat16 ones, tied ones staying tied."""
+    replace_tensors(model, lambda t: t.to(torch.bfloat16) if t.is_floating_point() else t)
 
 
 class _Switch(Protocol):
@@ -107,26 +90,29 @@ def autocast(precision: Precision, device_type: str) -> contextlib.AbstractConte
     return contextlib.nullcontext()
 
 
-def blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The modules activation checkpointing wraps: the elements of the first ``nn.ModuleList`` or
-    ``nn.Sequential`` (breadth first, the model itself included) that holds two or more, a model's repeated
-    blocks as transformers and ResNets build them."""
-    queue = [model]
-    while queue:
-        module = queue.pop(0)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and len(module) >= 2:
-            return list(module)
-        queue.extend(module.children())
-    return []
+@contextlib.contextmanager
+def forward_under_autocast(model: torch.nn.Module, precision: Precision, device_type: str) -> Iterator[None]:
+    """The model's forward pass under the precision's autocast while the block runs, whoever calls it: a custom
+    step calls the model itself, and a mixed precision must still apply to it."""
+    if precision not in ("bf16-mixed", "fp16-mixed"):
+        yield
+        return
+    own = model.__dict__.get("forward")  # an instance's own forward (checkpointing sets one), else the class's
+    inner = model.forward
 
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        with autocast(precision, device_type):
+            return inner(*args, **kwargs)
 
-def checkpoint_blocks(model: torch.nn.Module) -> None:
-    """Run each of the model's ``blocks`` under ``torch.utils.checkpoint`` (non-reentrant): its activations are
-    recomputed in the backward pass instead of kept."""
-    from torch.utils.checkpoint import checkpoint
-
-    for block in blocks(model):
-        block.forward = functools.partial(checkpoint, block.forward, use_reentrant=False)
+    model.forward = forward
+    try:
+        yield
+    finally:
+        if own is None:
+            del model.forward
+        else:
+            model.forward = own
 
 
 def batch_from_specs(specs: tuple[InputSpec, ...], batch_size: int, precision: Precision) -> Batch:
@@ -158,7 +144,12 @@ def as_batch(made: Any, precision: Precision) -> Batch:
 
 
 def loss_of(output: Any) -> torch.Tensor:
-    """A scalar to call ``backward()`` on: the sum of the means of the output's tensors that need a gradient."""
+    """A scalar to call ``backward()`` on: the model's own loss when its output has one (a Hugging Face model
+    given labels returns it as ``loss``, beside the logits it was computed from), else the sum of the means of the
+    output's tensors that need a gradient."""
+    own = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+    if isinstance(own, torch.Tensor) and own.requires_grad and own.numel() == 1:
+        return own
     parts = [t.mean() for t in tree_leaves(output) if isinstance(t, torch.Tensor) and t.requires_grad]
     if not parts:
         raise EstimateError("the model's output holds no tensor that needs a gradient: nothing to train")

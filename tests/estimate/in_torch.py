@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -19,7 +20,11 @@ from torch import nn  # noqa: E402
 
 from gputop.cli import main as gputop_main  # noqa: E402
 from gputop.estimate import estimate  # noqa: E402
+from gputop.estimate.checkpointing import checkpoint_model  # noqa: E402
 from gputop.estimate.render import report_to_dict  # noqa: E402
+from gputop.estimate.training import loss_of  # noqa: E402
+from tests.estimate import built_models  # noqa: E402
+from tests.estimate.built_models import accumulating_step  # noqa: E402
 from tests.estimate.families import FAMILIES  # noqa: E402
 from tests.estimate.measure import measured_peak  # noqa: E402
 
@@ -62,16 +67,6 @@ def embedded() -> tuple[nn.Module, Any]:
     return net, lambda b: torch.zeros(b, 4, dtype=torch.long)
 
 
-def accumulating_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer | None) -> None:
-    """Two micro-batches' gradients accumulated before one optimizer step."""
-    args, kwargs = batch
-    for _ in range(2):
-        model(*args, **kwargs).mean().backward()
-    assert optimizer is not None
-    optimizer.step()
-    optimizer.zero_grad()
-
-
 def exact() -> dict[str, Any]:
     """The held parts of ``small_net`` for every optimizer and precision, and the layer tables."""
     held = {
@@ -88,6 +83,107 @@ def exact() -> dict[str, Any]:
         "custom_step": report_to_dict(estimate(small_net, [4], step=accumulating_step)),
         "default_step": report_to_dict(estimate(small_net, [4])),
     }
+
+
+def peak(report: Any) -> int:
+    return int(report.batches[0].peak_allocated_bytes)
+
+
+def built() -> dict[str, Any]:
+    """Models built as libraries build them, optimizer arguments and custom steps as users write them."""
+    custom = {p: peak(estimate(small_net, [4], step=accumulating_step, precision=p)) for p in ("fp32", "bf16-mixed")}
+    return {
+        "scheduled": peak(estimate(built_models.scheduled, [2])),
+        "copied_encoder": peak(estimate(built_models.copied_encoder, [2])),
+        "fresh_encoder": peak(estimate(built_models.fresh_encoder, [2])),
+        "fused": report_to_dict(estimate(small_net, [4], optimizer_args={"fused": True}))["batches"][0]["held"],
+        "foreach": report_to_dict(estimate(small_net, [4]))["batches"][0]["held"],
+        "custom_step": custom,
+        "own_loss": own_loss(),
+        "complaint": failure(built_models.complaining),
+        "tied": report_to_dict(estimate(built_models.tied_lm, [1], layers=True)),
+        "checkpointed": {
+            "resnet": checkpoint_model(built_models.resnet_like()[0]),
+            "vgg": checkpoint_model(built_models.vgg_like()),
+            "encoder_decoder": checkpoint_model(built_models.encoder_decoder()),
+            "named": checkpoint_model(built_models.encoder_decoder(), "_Mlp"),
+        },
+        "checkpointing": {
+            str(block): report_to_dict(estimate(built_models.resnet_like, [2], checkpoint_class=block))
+            for block in ("Bottleneck", None)
+        },
+    }
+
+
+def failure(factory: Any) -> str:
+    """The one line the estimate of ``factory`` fails with."""
+    from gputop.estimate.errors import EstimateError
+
+    try:
+        estimate(factory, [1])
+    except EstimateError as exc:
+        return str(exc)
+    return "no failure"
+
+
+def own_loss() -> bool:
+    """Whether the default step's loss is the model's own ``loss`` when the output has one, beside logits."""
+    from transformers.modeling_outputs import CausalLMOutput
+
+    logits = torch.randn(2, 8, requires_grad=True)
+    loss = logits.logsumexp(-1).mean()
+    return loss_of(CausalLMOutput(loss=loss, logits=logits)) is loss and loss_of({"loss": loss}) is loss
+
+
+HF_CONFIGS: dict[str, dict[str, Any]] = {
+    "GPT-2": {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 512, "n_positions": 64},
+    "Llama": {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 512,
+    },
+    "BERT": {
+        "model_type": "bert",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "vocab_size": 512,
+    },
+}
+"""Tiny configurations of three Hugging Face families: a causal model with learnt positions, one with rotary
+positions and grouped-query attention, and a masked one."""
+
+
+def named() -> dict[str, Any]:
+    """Hugging Face models by configuration file and by directory, estimated and measured on a real step; what a
+    name that needs a download, and timm where it cannot be imported, say."""
+    import tempfile
+
+    from gputop.estimate.errors import EstimateError
+    from gputop.estimate.named import named_factory
+
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for family, config in HF_CONFIGS.items():
+            path = os.path.join(directory, family)
+            os.makedirs(path)
+            with open(os.path.join(path, "config.json"), "w") as file:
+                json.dump(config, file)
+            report = estimate(f"hf:{path}/config.json", [2], sequence_length=32)
+            real = measured_peak(named_factory(f"hf:{path}", 32), 2)
+            found[family] = {"estimated": peak(report), "measured": real, "parameters": report.parameters}
+        found["directory"] = estimate(f"hf:{directory}/GPT-2", [1], sequence_length=8, inference=True).parameters
+    for spec in ("hf:gpt2-xl", "timm:convnext_tiny"):
+        try:
+            estimate(spec, [1])
+        except EstimateError as exc:
+            found[spec] = str(exc)
+    return found
 
 
 def accuracy() -> dict[str, Any]:
@@ -128,4 +224,4 @@ if __name__ == "__main__":
     if what == "commands":
         sys.stdout.write(json.dumps(commands(json.loads(sys.argv[2]))))
     else:
-        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy}[what]()))
+        sys.stdout.write(json.dumps({"exact": exact, "accuracy": accuracy, "built": built, "named": named}[what]()))

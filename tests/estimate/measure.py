@@ -13,15 +13,18 @@ from tests.estimate.families import Factory
 
 def measured_peak(factory: Factory, batch_size: int, steps: int = 2) -> int:
     """The most bytes the CPU allocator held at once while building the model and a batch and running ``steps``
-    training steps (forward, mean as the loss, backward, Adam with the multi-tensor implementation, gradients
-    set to None)."""
+    training steps (forward, the mean as the loss or the model's own given labels, backward, Adam with the
+    multi-tensor implementation, gradients set to None)."""
     torch.manual_seed(0)
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         model, make_batch = factory()
         batch = make_batch(batch_size)
         optimizer = torch.optim.Adam(model.parameters(), foreach=True)
         for _ in range(steps):
-            model(batch).mean().backward()
+            if isinstance(batch, dict):  # a Hugging Face model's keyword arguments, labels among them: its loss
+                model(**batch).loss.backward()
+            else:
+                model(batch).mean().backward()
             optimizer.step()
             optimizer.zero_grad()
         del model, batch, optimizer

@@ -7,9 +7,11 @@ import argparse
 import pytest
 
 from gputop.cli.args import byte_size
+from gputop.cli.estimate import gpu_size, margin_percent
 from gputop.estimate.errors import EstimateError, describe
 from gputop.estimate.factory import load_factory
 from gputop.estimate.inputs import InputSpec, parse_inputs, parse_optimizer_args
+from gputop.estimate.render import percent as render_percent
 
 pytestmark = pytest.mark.fast
 
@@ -84,3 +86,18 @@ def test_a_factory_that_cannot_be_loaded_says_why(spec, message):
 )
 def test_what_the_users_code_raised_is_told_in_one_line(raised, told):
     assert describe(raised) == told
+
+
+@pytest.mark.parametrize(("text", "size"), [("80", 80 * 1024**3), ("24.5", 49 * 1024**3 // 2), ("24GB", 24 * 10**9)])
+def test_a_gpus_memory_given_as_a_bare_number_is_gib(text, size):
+    assert gpu_size(text) == size
+
+
+@pytest.mark.parametrize(("text", "percent"), [("0.05", 5), ("5", 5), ("5%", 5), ("0.5%", 0.5), ("0", 0)])
+def test_a_margin_under_1_without_a_percent_sign_is_a_fraction(text, percent):
+    assert margin_percent(text) == pytest.approx(percent)
+
+
+@pytest.mark.parametrize(("share", "text"), [(0.1, "10%"), (0.025, "2.5%"), (0.0005, "0.05%")])
+def test_the_margin_is_said_back_with_the_digits_it_has(share, text):
+    assert render_percent(share) == text

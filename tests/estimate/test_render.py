@@ -99,6 +99,7 @@ def test_the_json_document_has_stable_keys_and_bytes_as_integers():
         "search_estimates",
         "rule_of_thumb_bytes",
         "layers",
+        "checkpointed",
     ]
     first = doc["batches"][0]
     assert first["at_peak"] == {
@@ -120,3 +121,11 @@ def test_a_model_of_one_parameter_and_a_search_of_one_estimate_say_so_in_the_sin
 
     assert text.startswith("models:net: 1 parameter, training")
     assert "(margin 10%, 1 estimate)" in text
+
+
+@pytest.mark.parametrize(("optimizer", "inference"), [("sgd", False), ("Adagrad", False), (None, True)])
+def test_the_rule_of_thumb_is_left_out_where_it_would_mislead(optimizer, inference):
+    settings = dataclasses.replace(report().settings, optimizer=optimizer, inference=inference)
+    lines = conclusions(dataclasses.replace(report(), settings=settings))
+    assert not any(line.startswith("rule of thumb") for line in lines)
+    assert lines[-1].startswith("estimated peak at batch 8: ")
