@@ -113,7 +113,9 @@ def fmt_flops(flops: float) -> str:
 
 
 def fmt_seconds(seconds: float) -> str:
-    """``0.42 ms``, ``12.3 ms``, ``1.52 s``: three significant digits."""
+    """``25.3 µs``, ``12.3 ms``, ``1.52 s``: three significant digits."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
     return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
