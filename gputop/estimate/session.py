@@ -128,8 +128,9 @@ class Session:
             ):
                 if self.settings.inference:
                     self._serve(batch_size)
-                else:
-                    self._step(self.model, self.batch(batch_size), None)
+                else:  # the optimizer too: a custom step may use it (its updates count no FLOPs)
+                    optimizer = None if self.settings.optimizer is None else self._optimizer()
+                    self._step(self.model, self.batch(batch_size), optimizer)
         finally:
             for p in self.model.parameters():
                 p.grad = None
