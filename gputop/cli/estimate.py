@@ -20,7 +20,7 @@ from typing import Any
 
 from gputop.cli.args import UsageError, byte_size, number
 from gputop.cli.console import error, say, tell
-from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS
+from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, KERNELS, PRECISIONS, SHARDS
 from gputop.formatting import fmt_bytes
 from gputop.sanitize import printable
 
@@ -122,6 +122,32 @@ def add_parser(commands: Any) -> None:
         help="the GPU memory the process holds outside PyTorch's allocator: CUDA context, libraries "
         f"(default {fmt_bytes(CUDA_CONTEXT_BYTES)})",
     )
+    estimate.add_argument(
+        "--gpus",
+        type=_gpu_count,
+        default=1,
+        metavar="N",
+        help="training spread over N GPUs: every figure is one GPU's, the batch each GPU's (default 1)",
+    )
+    estimate.add_argument(
+        "--shard",
+        choices=SHARDS,
+        help="how, with --gpus: ddp (the default), zero1 (optimizer state), zero2 (and gradients), fsdp or zero3 "
+        "(and weights: FSDP2's fully_shard)",
+    )
+    estimate.add_argument(
+        "--kernels",
+        choices=KERNELS,
+        default="cuda",
+        help="whose attention kernels to assume: cuda, the fused ones a GPU runs (no score matrix kept with "
+        "dropout), or cpu, the CPU's (default cuda)",
+    )
+    estimate.add_argument(
+        "--gpu-model",
+        metavar="NAME",
+        help="a GPU model (H100, A100, L4, an NVML name): the time of a step on it from the step's FLOPs, its "
+        "peak and the MFU large training runs publish (default: GPU INDEX's model with --gpu)",
+    )
     estimate.add_argument("--layers", action="store_true", help="also the table of each layer's parameters and saves")
     estimate.add_argument("--json", action="store_true", dest="estimate_json", help="print a JSON document")
 
@@ -157,6 +183,12 @@ def _sequence_length(text: str) -> int:
     return int(text)
 
 
+def _gpu_count(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 < int(text) <= 1 << 16):
+        raise argparse.ArgumentTypeError(f"not a number of GPUs: {text!r} (as 8)")
+    return int(text)
+
+
 def _gpu_index(text: str) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 4):
         raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
@@ -182,9 +214,11 @@ def margin_percent(text: str) -> float:
     return value
 
 
-def gpu_memory(index: int) -> int:
-    """GPU ``index``'s total memory through NVML; ``UsageError`` when there is no driver or no such GPU."""
+def gpu_memory(index: int) -> tuple[int, str | None]:
+    """GPU ``index``'s total memory and, where gputop knows its peak (``gputop.gpu_peaks``), its name, through
+    NVML; ``UsageError`` when there is no driver or no such GPU."""
     from gputop.collect.nvml import NvmlCollector
+    from gputop.gpu_peaks import peak_of
 
     collector = NvmlCollector()
     driver = collector.start()
@@ -197,7 +231,7 @@ def gpu_memory(index: int) -> int:
             raise UsageError(f"--gpu {index}: no such GPU (this machine has {len(gpus)}; use --memory SIZE instead)")
         if found.memory_total_bytes is None:
             raise UsageError(f"--gpu {index}: its memory cannot be read: {found.reason or 'unknown'}")
-        return found.memory_total_bytes
+        return found.memory_total_bytes, found.name if peak_of(found.name) else None
     finally:
         collector.close()
 
@@ -206,7 +240,7 @@ def main(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("torch") is None:
         return error(NEEDS_TORCH)
     try:
-        memory = args.memory if args.gpu is None else gpu_memory(args.gpu)
+        memory, gpu_name = (args.memory, None) if args.gpu is None else gpu_memory(args.gpu)
     except UsageError as exc:
         return error(str(exc))
     with warnings.catch_warnings():
@@ -234,6 +268,10 @@ def main(args: argparse.Namespace) -> int:
                     margin=args.margin / 100,
                     context_bytes=args.context_bytes,
                     layers=args.layers,
+                    kernels=args.kernels,
+                    gpu_model=args.gpu_model or gpu_name,
+                    gpus=args.gpus,
+                    shard=args.shard,
                     progress=lambda progress: show(progress_line(progress)),
                     sequence_length=args.estimate_seq,
                 )

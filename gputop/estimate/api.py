@@ -5,9 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.estimate.defaults import CUDA_CONTEXT_BYTES, DEFAULT_MARGIN, PRECISIONS, Precision
+from gputop.estimate.defaults import (
+    CUDA_CONTEXT_BYTES,
+    DEFAULT_MARGIN,
+    KERNELS,
+    PRECISIONS,
+    SHARDS,
+    Kernels,
+    Precision,
+    Shard,
+)
 from gputop.estimate.errors import EstimateError
 from gputop.estimate.factory import load_factory
+from gputop.estimate.flops import find_gpu, gpu_names, step_time
 from gputop.estimate.inputs import InputSpec, parse_inputs
 from gputop.estimate.named import is_named, named_factory
 from gputop.estimate.parts import BatchEstimate
@@ -34,6 +44,10 @@ def estimate(
     layers: bool = False,
     progress: Callable[[Progress], None] | None = None,
     sequence_length: int | None = None,
+    kernels: Kernels = "cuda",
+    gpu_model: str | None = None,
+    gpus: int = 1,
+    shard: Shard | None = None,
 ) -> Report:
     """Estimate a model's GPU memory without a GPU, by running its training step under ``FakeTensorMode``.
 
@@ -62,6 +76,13 @@ def estimate(
         layers: also build the layer table (at the first batch size).
         progress: called as each estimate starts, with what it runs and what the one before found.
         sequence_length: the tokens per sample of an ``hf:`` model (default 512, or its positions if fewer).
+        kernels: whose attention kernels to assume: ``cuda``, the fused ones a GPU runs (no score matrix kept with
+            dropout), or ``cpu``, the CPU's (``gputop.estimate.kernels``).
+        gpu_model: a GPU model (``H100``, ``A100 SXM4``, an NVML name): the time of a step on it from the step's
+            FLOPs, its peak and the MFU large training runs publish (``gputop.estimate.flops``).
+        gpus: how many GPUs the training is spread over; every figure is one GPU's, ``batch_sizes`` each GPU's.
+        shard: how (``ddp``, ``zero1``, ``zero2``, ``fsdp`` or ``zero3``; ``gputop.estimate.sharding``); ``ddp``
+            where ``gpus`` is over 1 and this is None.
 
     Returns:
         The ``Report``. Raises ``EstimateError`` (one line: what failed and where) for anything that stops it.
@@ -70,6 +91,14 @@ def estimate(
         raise EstimateError(f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})")
     if not batch_sizes or any(b < 1 for b in batch_sizes):
         raise EstimateError("batch sizes must be 1 or more")
+    shard = _sharding(gpus, shard, inference)
+    if kernels not in KERNELS:
+        raise EstimateError(f"unknown kernels {kernels!r} (one of {', '.join(KERNELS)})")
+    gpu = None
+    if gpu_model is not None:
+        gpu = find_gpu(gpu_model)
+        if gpu is None:
+            raise EstimateError(f"unknown GPU model {gpu_model!r} (known: {gpu_names()})")
     name = model if isinstance(model, str) else getattr(model, "__qualname__", repr(model))
     if isinstance(model, str) and is_named(model):
         factory = named_factory(model, sequence_length)
@@ -88,6 +117,9 @@ def estimate(
         memory_bytes=memory_bytes,
         margin=margin,
         checkpoint_class=checkpoint_class,
+        kernels=kernels,
+        shard=shard,
+        gpus=gpus,
     )
     session = Session(factory, name, specs, settings, step)
     done: dict[int, BatchEstimate] = {}
@@ -115,4 +147,34 @@ def estimate(
 
         starting("layers", batch_sizes[0])
         table = layer_table(session, batch_sizes[0])
-    return Report(name, session.parameters, settings, batches, largest, tried, table, session.checkpointed)
+    starting("flops", batch_sizes[0])
+    flops = session.flops(batch_sizes[0])
+    time = None if gpu is None else step_time(flops, gpu, precision)
+    return Report(
+        name,
+        session.parameters,
+        settings,
+        batches,
+        largest,
+        tried,
+        table,
+        checkpointed=session.checkpointed,
+        flops_per_step=flops,
+        step_time=time,
+    )
+
+
+def _sharding(gpus: int, shard: Shard | None, inference: bool) -> Shard | None:
+    """The way a step is sharded (DDP over more than one GPU unless one is named); ``EstimateError`` for one that
+    cannot be."""
+    if gpus < 1:
+        raise EstimateError("the number of GPUs must be 1 or more")
+    if shard is not None and shard not in SHARDS:
+        raise EstimateError(f"unknown sharding {shard!r} (one of {', '.join(SHARDS)})")
+    if gpus == 1:
+        if shard is not None:
+            raise EstimateError(f"sharding ({shard}) needs 2 GPUs or more")
+        return None
+    if inference:
+        raise EstimateError("a sharded estimate is of training: leave out inference or the GPUs")
+    return shard or "ddp"

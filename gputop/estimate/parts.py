@@ -45,6 +45,8 @@ class BatchEstimate:
         reserved_bytes: the caching allocator's segments: ``torch.cuda.max_memory_reserved()``.
         nvml_bytes: reserved plus the CUDA context: what NVML and nvidia-smi show for the process.
         fits: whether ``nvml_bytes`` stays under the GPU's memory less the margin; None without a GPU size.
+        gathered_bytes: under FSDP (``fsdp``, ``zero2``, ``zero3``), the all-gathered full weights live at the peak
+            (in its activations and temporaries: what the forward saves of them, and the rest); None otherwise.
     """
 
     batch_size: int
@@ -55,6 +57,7 @@ class BatchEstimate:
     reserved_bytes: int
     nvml_bytes: int
     fits: bool | None
+    gathered_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from typing import Literal
 from gputop.estimate.parts import BatchEstimate
 from gputop.formatting import fmt_bytes
 
-Phase = Literal["asked", "search", "layers"]
+Phase = Literal["asked", "search", "layers", "flops"]
 """``asked``: a batch size the caller asked for; ``search``: the search for the largest batch that fits;
-``layers``: the layer table's forward pass."""
+``layers``: the layer table's forward pass; ``flops``: the step whose FLOPs are counted."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ def progress_line(progress: Progress) -> str:
     that fits."""
     if progress.phase == "search":
         now = f"largest batch that fits: trying {progress.batch_size}"
+    elif progress.phase == "flops":
+        now = f"counting FLOPs at batch {progress.batch_size}"
     elif progress.phase == "layers":
         now = f"the layer table at batch {progress.batch_size}"
     else:

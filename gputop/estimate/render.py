@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gputop.estimate.defaults import ASSUMED_KERNELS, SHARD_HOLDS
+from gputop.estimate.flops import MATH_PRECISION
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 from gputop.estimate.report import Report
 from gputop.estimate.search import MAX_BATCH
@@ -37,6 +39,10 @@ def render_text(report: Report) -> str:
         f"{printable(report.model)}: {counted(report.parameters, 'parameter')}, {what}, {settings.precision}"
         + checkpointing,
     ]
+    lines.append(f"kernels: {ASSUMED_KERNELS[settings.kernels]}")
+    if settings.shard is not None:
+        holds = SHARD_HOLDS[settings.shard].format(n=settings.gpus)
+        lines.append(f"sharded over {settings.gpus} GPUs, the figures one GPU's (rank 0); each holds {holds}")
     if settings.memory_bytes is not None:
         lines.append(f"GPU memory {fmt_bytes(settings.memory_bytes)}, keeping {percent(settings.margin)} free")
     lines += ["", *aligned(_batch_rows(report), right=set(range(1, len(report.batches) + 1)))]
@@ -55,6 +61,8 @@ def _batch_rows(report: Report) -> list[list[str]]:
     batches = report.batches
     rows = [["at the peak", *(f"batch {b.batch_size}" for b in batches)]]
     rows += [[label, *(fmt_bytes(getattr(b.at_peak, part)) for b in batches)] for part, label in _PART_ROWS]
+    if any(b.gathered_bytes is not None for b in batches):
+        rows.append(["  all-gathered weights", *(fmt_bytes(b.gathered_bytes or 0) for b in batches)])
     rows += [
         ["peak allocated", *(fmt_bytes(b.peak_allocated_bytes) for b in batches)],
         ["reserved (allocator)", *(fmt_bytes(b.reserved_bytes) for b in batches)],
@@ -83,7 +91,41 @@ def conclusions(report: Report) -> list[str]:
                 f"(margin {margin}, {counted(report.search_estimates, 'estimate')})"
             )
     lines += rule_of_thumb_lines(report)
+    lines += flops_lines(report)
     return lines
+
+
+def flops_lines(report: Report) -> list[str]:
+    """The FLOPs of a step, and its time on the GPU model asked for."""
+    if report.flops_per_step is None:
+        return []
+    what = "a forward pass" if report.settings.inference else "a step"
+    lines = [
+        f"FLOPs of {what} at batch {report.batches[0].batch_size}: {fmt_flops(report.flops_per_step)} "
+        "(matrix products and convolutions, as torch's FLOP counter and the live MFU count them)"
+    ]
+    time = report.step_time
+    if time is not None:
+        lines.append(
+            f"on {time.gpu} ({time.peak_tflops:g} TFLOP/s dense {MATH_PRECISION[report.settings.precision]}): "
+            f"{fmt_seconds(time.fastest_s)} to {fmt_seconds(time.slowest_s)} per step at {time.mfu_source}"
+        )
+    return lines
+
+
+def fmt_flops(flops: float) -> str:
+    """``310 MFLOP``, ``1.52 TFLOP``: three significant digits."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if flops >= scale:
+            return f"{flops / scale:.3g} {unit}"
+    return f"{flops:.3g} FLOP"
+
+
+def fmt_seconds(seconds: float) -> str:
+    """``25.3 µs``, ``12.3 ms``, ``1.52 s``: three significant digits."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 _STATE_PARTS = (("weights", "weights"), ("gradients", "gradients"), ("optimizer", "optimizer state"))
@@ -151,6 +193,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "rule_of_thumb_bytes": report.rule_of_thumb_bytes,
         "layers": None if report.layers is None else [dataclasses.asdict(row) for row in report.layers],
         "checkpointed": report.checkpointed,
+        "flops_per_step": report.flops_per_step,
+        "step_time": None if report.step_time is None else dataclasses.asdict(report.step_time),
     }
 
 
@@ -164,4 +208,5 @@ def _batch_to_dict(batch: BatchEstimate) -> dict[str, Any]:
         "reserved_bytes": batch.reserved_bytes,
         "nvml_bytes": batch.nvml_bytes,
         "fits": batch.fits,
+        "gathered_bytes": batch.gathered_bytes,
     }

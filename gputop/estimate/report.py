@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputop.estimate.defaults import Precision
+from gputop.estimate.defaults import Kernels, Precision, Shard
+from gputop.estimate.flops import StepTime
 from gputop.estimate.parts import RULE_OF_THUMB_BYTES_PER_PARAMETER, BatchEstimate, LayerRow
 
 
@@ -24,6 +25,11 @@ class Settings:
     margin: float
     checkpoint_class: str | None = None
     """The class of the blocks checkpointing was asked to wrap (None: the repeated blocks found)."""
+    kernels: Kernels = "cuda"
+    """Whose attention kernels the step assumed: ``cuda`` (the fused ones a GPU runs) or ``cpu``."""
+    shard: Shard | None = None
+    """How the step is spread over ``gpus`` GPUs (None: one GPU); the figures are one GPU's."""
+    gpus: int = 1
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,9 @@ class Report:
             GPU size.
         search_estimates: how many batch sizes the search for it estimated.
         layers: the layer table (``--layers``), or None.
+        flops_per_step: one step's FLOPs at the first batch size (a forward pass in inference), as the live MFU
+            counts them; None where they were not counted.
+        step_time: that step's time on the GPU model asked for (``gpu_model``), or None.
     """
 
     model: str
@@ -49,6 +58,8 @@ class Report:
     layers: tuple[LayerRow, ...] | None
     checkpointed: str | None = None
     """What activation checkpointing wrapped (``16 Bottleneck blocks``); None without checkpointing."""
+    flops_per_step: int | None = None
+    step_time: StepTime | None = None
 
     @property
     def rule_of_thumb_bytes(self) -> int:

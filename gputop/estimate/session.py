@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from gputop.estimate import building, training
+from gputop.estimate import building, kernels, sharding, training
 from gputop.estimate.allocator import replay
 from gputop.estimate.checkpointing import checkpoint_model
 from gputop.estimate.errors import EstimateError, users_code
@@ -43,6 +44,8 @@ class Session:
     ) -> None:
         self.settings = settings
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        shard = settings.shard
+        mesh = sharding.fake_group(settings.gpus) if shard in sharding.FULLY_SHARDED else None
         # the model's own methods run here too (train(), parameters() may be overridden)
         with users_code(lambda _: f"{name} raised "):
             made = building.build(factory, self.fake_mode)
@@ -54,6 +57,8 @@ class Session:
                 self.checkpointed = None
                 if settings.checkpointing and not settings.inference:
                     self.checkpointed = checkpoint_model(self.model, settings.checkpoint_class)
+                if mesh is not None and shard is not None:
+                    sharding.shard_model(self.model, sharding.units(self.model), shard, mesh)
             self.model.train(not settings.inference)
             first = next(self.model.parameters(), None)
             self.parameters = sum(p.numel() for p in self.model.parameters())
@@ -80,8 +85,13 @@ class Session:
                 self.fake_mode,
                 tracker,
                 training.native_kernels(),
+                kernels.assumed(self.settings.kernels),
+                sharding.storage_resizes(tracker) if self.settings.shard in sharding.FULLY_SHARDED else nullcontext(),
             ):
                 tracker.add([*self.model.parameters(), *self.model.buffers()], "weights")
+                # DDP's gradient buckets, allocated as it wraps the model and held as long as it lives
+                buckets = sharding.ddp_buckets(self.model) if self.settings.shard in ("ddp", "zero1") else None
+                tracker.add(buckets, "gradients")
                 if self.settings.inference:
                     self._serve(batch_size)
                 else:
@@ -103,7 +113,33 @@ class Session:
             reserved_bytes=cuda.reserved_bytes,
             nvml_bytes=nvml,
             fits=fits(nvml, self.settings.memory_bytes, self.settings.margin),
+            gathered_bytes=_gathered(tracker) if self.settings.shard in sharding.FULLY_SHARDED else None,
         )
+
+    def flops(self, batch_size: int) -> int:
+        """The FLOPs of one step at ``batch_size`` (a forward pass in inference), as the live MFU counts them
+        (``gputop.probe.flops``): matrix products and convolutions of the forward and backward passes."""
+        from gputop.probe.flops import counted_flops, step_counter
+
+        counter = step_counter()
+        failed = f"the model failed under FakeTensorMode counting FLOPs (batch size {batch_size}): "
+        try:
+            with (
+                users_code(lambda _: failed),
+                self.fake_mode,
+                training.native_kernels(),
+                kernels.assumed(self.settings.kernels),
+                counter,
+            ):
+                if self.settings.inference:
+                    self._serve(batch_size)
+                else:  # the optimizer too: a custom step may use it (its updates count no FLOPs)
+                    optimizer = None if self.settings.optimizer is None else self._optimizer()
+                    self._step(self.model, self.batch(batch_size), optimizer)
+        finally:
+            for p in self.model.parameters():
+                p.grad = None
+        return counted_flops(counter)
 
     def _serve(self, batch_size: int) -> None:
         args, kwargs = self.batch(batch_size)
@@ -114,10 +150,10 @@ class Session:
         batch = self.batch(batch_size)
         optimizer = None
         if self.settings.optimizer is not None:
-            optimizer = training.make_optimizer(self.settings.optimizer, self.settings.optimizer_args, self.model)
-            optimizer.register_step_post_hook(lambda opt, args, kwargs: tracker.claim(_state_tensors(opt), "optimizer"))
+            optimizer = self._optimizer()
+            optimizer.register_step_post_hook(lambda opt, args, kwargs: self._claim_state(opt, tracker))
         handles = [
-            p.register_post_accumulate_grad_hook(lambda p: tracker.claim([p.grad], "gradients"))
+            p.register_post_accumulate_grad_hook(lambda p: tracker.claim([_local(p.grad)], "gradients"))
             for p in self.model.parameters()
             if p.requires_grad
         ]
@@ -139,9 +175,32 @@ class Session:
             for handle in handles:
                 handle.remove()
 
+    def _optimizer(self) -> torch.optim.Optimizer:
+        name, args = self.settings.optimizer, self.settings.optimizer_args
+        assert name is not None
+        if self.settings.shard == "zero1":
+            return sharding.zero1_optimizer(name, args, self.model, self.settings.gpus)
+        return training.make_optimizer(name, args, self.model)
+
+    def _claim_state(self, optimizer: torch.optim.Optimizer, tracker: MemoryTracker) -> None:
+        """The optimizer's state, and the gradients it stepped with: FSDP sets its sharded gradients in ``.grad``
+        after autograd, where no accumulation hook sees them."""
+        tracker.claim(_state_tensors(optimizer), "optimizer")
+        tracker.claim([_local(p.grad) for p in self.model.parameters()], "gradients")
+
+
+def _gathered(tracker: MemoryTracker) -> int:
+    return sum(tracker.allocations[s].nbytes for s in tracker.serials_at_peak() & tracker.resized)
+
+
+def _local(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    return None if tensor is None else sharding.local(tensor)
+
 
 def _state_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
-    return [v for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+    return [
+        sharding.local(v) for state in optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)
+    ]
 
 
 def _model_and_batches(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
 from gputop.estimate.allocator import Event
@@ -60,6 +60,8 @@ class MemoryTracker(TorchDispatchMode):
         self._serials = itertools.count()
         self._part_bytes = dict.fromkeys(PARTS, 0)
         self._part_most = dict.fromkeys(PARTS, 0)
+        self.resized: set[int] = set()
+        """The allocations a storage took by ``resize`` (FSDP's all-gathered weights)."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         self.operator = self.running = str(func)
@@ -81,7 +83,8 @@ class MemoryTracker(TorchDispatchMode):
         """Count the storages of the tensors in ``tensors`` (any nesting) not seen yet, claimed by ``part``."""
         for tensor in tree_leaves(tensors):
             if isinstance(tensor, torch.Tensor):
-                self._see(tensor, part)
+                for plain in _plain(tensor):
+                    self._see(plain, part)
 
     def claim(self, tensors: Iterable[torch.Tensor | None], part: Part) -> None:
         """Give the storages of ``tensors`` to ``part`` unless an earlier part in ``PARTS`` has them."""
@@ -110,6 +113,22 @@ class MemoryTracker(TorchDispatchMode):
         # A weak reference held here, not a finalizer: a tracker that is done is not called by storages that
         # outlive it (the model's, between estimates).
         self._watch[serial] = weakref.ref(storage, functools.partial(self._freed, address, serial))
+
+    def resize(self, tensor: torch.Tensor, nbytes: int) -> None:
+        """A storage resized in place (``UntypedStorage.resize_``, which no operator shows: FSDP frees and takes back
+        the memory of its all-gathered weights so): its bytes released and ``nbytes`` taken, as the allocator
+        frees a block and allocates another."""
+        storage = tensor.untyped_storage()
+        address = storage._cdata
+        serial = self._live.get(address)
+        if serial is None or self.allocations[serial].nbytes == nbytes:
+            return
+        self._release(serial)
+        del self._watch[serial]
+        resized = self._allocate(nbytes, self.allocations[serial].part)
+        self.resized.add(resized)
+        self._live[address] = resized
+        self._watch[resized] = weakref.ref(storage, functools.partial(self._freed, address, resized))
 
     def _allocate(self, nbytes: int, part: Part | None) -> int:
         serial = next(self._serials)
@@ -145,13 +164,17 @@ class MemoryTracker(TorchDispatchMode):
 
     def live_at_peak(self) -> Parts:
         """The bytes live at the peak, by the part each storage was claimed by in the end."""
+        return self.sum_parts(self.serials_at_peak())
+
+    def serials_at_peak(self) -> set[int]:
+        """The allocations live at the peak."""
         live: set[int] = set()
         for kind, serial, _ in self.events[: self.peak_event]:
             if kind == "alloc":
                 live.add(serial)
             else:
                 live.discard(serial)
-        return self.sum_parts(live)
+        return live
 
     def sum_parts(self, serials: Iterable[int]) -> Parts:
         """The bytes of the allocations ``serials`` by part."""
@@ -164,6 +187,16 @@ class MemoryTracker(TorchDispatchMode):
     def live_serials(self, tensors: Iterable[torch.Tensor | None]) -> set[int]:
         """The allocations behind ``tensors`` that are live now (each storage once)."""
         return {s for t in tensors if t is not None and (s := self._live.get(_address(t))) is not None}
+
+
+def _plain(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors that hold a tensor's memory: a wrapper subclass's inner ones (a DTensor's local shard, under
+    sharding), any other tensor itself."""
+    if not is_traceable_wrapper_subclass(tensor):
+        return [tensor]
+    names, _ = tensor.__tensor_flatten__()
+    inner = (getattr(tensor, name) for name in names)
+    return [plain for t in inner if isinstance(t, torch.Tensor) for plain in _plain(t)]
 
 
 def _address(tensor: torch.Tensor) -> int:

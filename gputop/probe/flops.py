@@ -22,6 +22,39 @@ from .steps import NEVER, compile_in_use
 COUNT_AT_STEP = 8
 
 
+def step_counter() -> Any:
+    """The counter of a step's FLOPs, entered for one step: the definition of FLOPs per step that the live MFU and
+    ``gputop estimate``'s time per step share (the forward and backward passes' matrix products and convolutions,
+    as torch counts them). The CPU's fused attention kernel, which torch's counter does not know, is counted as
+    CUDA's flash kernel is: the same products."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+    aten = torch.ops.aten
+    same = {
+        aten._scaled_dot_product_flash_attention_for_cpu: aten._scaled_dot_product_flash_attention,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: aten._scaled_dot_product_flash_attention_backward,
+    }
+    return FlopCounterMode(
+        display=False, custom_mapping={op: _as_counted(flop_registry[like]) for op, like in same.items()}
+    )
+
+
+def _as_counted(formula: Any) -> Any:
+    """A formula from torch's registry, which takes the operator's tensors (it reads their shapes itself)."""
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        return formula(*args, **kwargs)
+
+    counted._get_raw = True  # type: ignore[attr-defined]
+    return counted
+
+
+def counted_flops(mode: Any) -> int:
+    """What a ``step_counter()`` counted, once left."""
+    return int(mode.get_total_flops())
+
+
 class FlopCount:
     """One count per process; ``report()`` gives the report's ``flops_per_step`` and ``flops_source``."""
 
@@ -48,9 +81,7 @@ class FlopCount:
             if "torch._dynamo" not in sys.modules:
                 self.reason = "not counted: the FLOP counter would first import torch._dynamo, seconds of the loop"
                 return
-            from torch.utils.flop_counter import FlopCounterMode
-
-            mode = FlopCounterMode(display=False)
+            mode = step_counter()
             mode.__enter__()
             self.mode = mode
         except Exception as exc:
@@ -63,7 +94,7 @@ class FlopCount:
             return
         try:
             mode.__exit__(None, None, None)
-            self.flops = int(mode.get_total_flops())
+            self.flops = counted_flops(mode)
         except Exception as exc:
             self.reason = f"FLOP counter failed: {type(exc).__name__}"[:200]
             self.failed("flop counter", exc)

@@ -24,6 +24,7 @@ from .copies import wrap_copies
 from .cuda import CudaReader
 from .flops import FlopCount
 from .loader import LoaderTrack, effective_config
+from .oom import OomWatch
 from .precision import PrecisionReader, hook_optimizers
 from .steps import EventPool, StepTracker
 from .syncs import SyncSampler
@@ -88,6 +89,7 @@ class Probe:
         self._cuda_sampled_at: float | None = None
         self._precision = PrecisionReader()
         self._tensors = TensorReader()
+        self._oom = OomWatch(self.directory, lambda: self._tensors.devices, self.failed)
         self._dir_ready = False
         self._start_ticks = _own_start_ticks()
         if not hasattr(self, "steps"):
@@ -159,6 +161,7 @@ class Probe:
                 self.steps.events = EventPool(lambda: torch.cuda.Event(enable_timing=True))
                 self._syncs.enabled = True
                 self.steps.instruments_due = 0
+                self._oom.start(torch)
         except Exception as exc:
             self.failed("step hooks", exc)
 

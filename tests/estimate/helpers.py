@@ -11,10 +11,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def in_torch(what: str, *args: str, timeout: float = 600) -> Any:
-    """The JSON document ``python -m tests.estimate.in_torch WHAT ARGS...`` prints."""
+def in_torch(what: str, *args: str, timeout: float = 600, module: str = "in_torch") -> Any:
+    """The JSON document ``python -m tests.estimate.MODULE WHAT ARGS...`` prints."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.estimate.in_torch", what, *args],
+        [sys.executable, "-m", f"tests.estimate.{module}", what, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

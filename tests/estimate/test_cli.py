@@ -50,6 +50,7 @@ RUNS: dict[str, tuple[str, ...]] = {
     "inference": (*DEEP, "--inference"),
     "checkpointing": (*DEEP, "--checkpointing"),
     "layers": (f"{MODELS}:mlp", "--input", "64", "--layers"),
+    "sharded": (f"{MODELS}:mlp", "--input", "64", "--gpus", "4", "--shard", "zero3", "--gpu-model", "H100", "--json"),
 }
 BAD = [
     (("tests.estimate.no_such_module:f", "--input", "4"), "cannot import tests.estimate.no_such_module"),
@@ -65,6 +66,9 @@ BAD = [
     ((f"{MODELS}:mlp", "--input", "3x"), "argument --input: not a shape: '3x'"),
     ((f"{MODELS}:mlp", "--input", "64", "--memory", "80parsecs"), "argument --memory: not a size"),
     ((f"{MODELS}:mlp", "--input", "64", "--batch", "0"), "argument --batch: not batch sizes"),
+    ((f"{MODELS}:mlp", "--input", "64", "--gpu-model", "Z9000"), "unknown GPU model 'Z9000' (known: H100 SXM,"),
+    ((f"{MODELS}:mlp", "--input", "64", "--shard", "fsdp"), "sharding (fsdp) needs 2 GPUs or more"),
+    ((f"{MODELS}:mlp", "--input", "64", "--gpus", "two"), "argument --gpus: not a number of GPUs: 'two'"),
     ((f"{MODELS}:calls_exit", "--input", "4"), "calls_exit raised SystemExit: the model's code asked to exit"),
     ((f"{MODELS}:exits_7", "--input", "4"), "exits_7 raised SystemExit(7): the model's code asked to exit"),
     ((f"{MODELS}:cancelled", "--input", "4"), "cancelled raised Cancelled: the run was cancelled"),
@@ -91,6 +95,14 @@ def ran() -> dict[str, dict[str, Any]]:
 def document(ran: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     assert ran[name]["status"] == 0, ran[name]["stderr"]
     return json.loads(ran[name]["stdout"])  # type: ignore[no-any-return]
+
+
+def test_a_sharded_run_gives_one_gpus_figures_its_flops_and_its_time_on_the_gpu_named(ran):
+    doc = document(ran, "sharded")
+    assert (doc["settings"]["shard"], doc["settings"]["gpus"], doc["settings"]["kernels"]) == ("zero3", 4, "cuda")
+    assert doc["batches"][0]["gathered_bytes"] > 0
+    assert doc["flops_per_step"] > 0
+    assert doc["step_time"]["gpu"] == "H100 SXM"
 
 
 def test_help_describes_the_command_without_importing_torch():

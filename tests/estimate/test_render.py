@@ -100,6 +100,8 @@ def test_the_json_document_has_stable_keys_and_bytes_as_integers():
         "rule_of_thumb_bytes",
         "layers",
         "checkpointed",
+        "flops_per_step",
+        "step_time",
     ]
     first = doc["batches"][0]
     assert first["at_peak"] == {
@@ -129,3 +131,26 @@ def test_the_rule_of_thumb_is_left_out_where_it_would_mislead(optimizer, inferen
     lines = conclusions(dataclasses.replace(report(), settings=settings))
     assert not any(line.startswith("rule of thumb") for line in lines)
     assert lines[-1].startswith("estimated peak at batch 8: ")
+
+
+def test_a_sharded_estimate_says_what_each_gpu_holds_and_the_all_gathered_weights():
+    settings = dataclasses.replace(report().settings, shard="fsdp", gpus=8)
+    batch = dataclasses.replace(report().batches[0], gathered_bytes=3 * MIB)
+    text = render_text(dataclasses.replace(report(), settings=settings, batches=(batch,)))
+    assert "sharded over 8 GPUs, the figures one GPU's (rank 0); each holds FSDP2 fully_shard (ZeRO-3): 1/8 of" in text
+    assert [line.split() for line in text.splitlines() if "all-gathered weights" in line] == [
+        ["all-gathered", "weights", "3.00MiB"]
+    ]
+
+
+def test_the_kernels_assumed_are_said():
+    assert "kernels: attention by CUDA's fused kernels" in render_text(report())
+
+
+def test_the_time_of_a_step_names_the_gpu_its_peak_and_the_source_of_the_mfu_band():
+    from gputop.estimate.flops import StepTime
+
+    time = StepTime("H100 SXM", 989.5, "datasheet", 0.0123, 0.0269)
+    text = render_text(dataclasses.replace(report(), flops_per_step=2 * 10**12, step_time=time))
+    assert "FLOPs of a step at batch " in text and ": 2 TFLOP (" in text
+    assert "on H100 SXM (989.5 TFLOP/s dense bf16): 12.3 ms to 26.9 ms per step at MFU 21-46 %: Chowdhery" in text
