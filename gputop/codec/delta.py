@@ -157,11 +157,96 @@ def _make_shape(cls: type) -> _Shape:
 def delta_json(snap: Snapshot, base: Snapshot) -> bytes:
     """``snap`` as its changes from ``base`` (docs/recording.md, "Deltas"), compact JSON (UTF-8), which
     ``snapshot_from_delta`` turns back into ``snap`` given ``base``."""
+    return json.dumps(delta_value(snap, base), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+Fields = set[tuple[type, str]]
+"""Fields of the model by class and name."""
+
+
+def delta_value(
+    snap: Snapshot, base: Snapshot, numbers: Fields | bool = False, seen: Fields | None = None
+) -> dict[str, object]:
+    """``delta_json``'s JSON value, before it is written out, the fields that changed added to ``seen``. With
+    ``numbers``, an object that changed is written with every number it holds of these fields (True: of any),
+    changed or not, as the layout of the deltas after it (``delta_as``).
+    """
+    return _object_delta(snap, base, {host.pid: host for host in snap.host_processes}, numbers, seen)
+
+
+def delta_as(
+    layout: dict[str, object], snap: Snapshot, base: Snapshot, seen: Fields | None = None
+) -> dict[str, object] | None:
+    """``snap``'s changes from ``base`` laid out as ``layout`` (another delta from ``base``, as JSON reads it): the
+    same fields and items in the same order, a field that ``snap`` did not change written with ``base``'s value,
+    so that only the numbers differ from ``layout``'s; None where that cannot be (a field or an item that
+    ``layout`` lacks, or one it has that cannot be written as unchanged)."""
     hosts = {host.pid: host for host in snap.host_processes}
-    return json.dumps(_object_delta(snap, base, hosts), separators=(",", ":"), ensure_ascii=False).encode()
+    delta = _object_delta(snap, base, hosts, False, seen)
+    return typing.cast("dict[str, object] | None", _as_layout(delta, layout, base, hosts))
 
 
-def _object_delta(new: object, old: object, hosts: dict[int, HostProcess]) -> dict[str, object]:
+_MISSING = object()
+
+
+def _as_layout(delta: object, layout: object, old: object, hosts: dict[int, HostProcess]) -> object:
+    """``delta`` (``_MISSING``: unchanged from ``old``) of a field or item that ``layout`` holds as ``layout``
+    holds it, or None."""
+    if type(layout) is dict and dataclasses.is_dataclass(old):
+        changed = delta if type(delta) is dict else {} if delta is _MISSING else None
+        if changed is None or not changed.keys() <= layout.keys():
+            return None
+        shape = _shape(type(old))
+        out: dict[str, object] = {}
+        for name, inner in layout.items():
+            field = shape.fields.get(name)
+            if field is None:
+                return None
+            kind = field[1]
+            value = getattr(old, name)
+            if kind == _FIELD_OBJECT and type(inner) is dict and value is not None:
+                got = _as_layout(changed.get(name, _MISSING), inner, value, hosts)
+            elif kind == _FIELD_OBJECTS and type(inner) is list:
+                got = _items_as_layout(changed.get(name, _MISSING), inner, value, hosts)
+            elif name in changed:
+                got = changed[name]
+            elif (shape.cls, name) in HOST_FIELDS:
+                return None  # a PID names the new snapshot's host process, which may not be this one
+            else:
+                got = _whole(value, hosts)
+            if got is None and inner is not None:
+                return None
+            out[name] = got
+        return out
+    return None
+
+
+def _items_as_layout(
+    delta: object, layout: list[object], old: tuple[object, ...], hosts: dict[int, HostProcess]
+) -> object:
+    entries = [*range(len(old))] if delta is _MISSING else delta
+    if type(entries) is not list or len(entries) != len(layout):
+        return None
+    out: list[object] = []
+    for entry, inner in zip(entries, layout, strict=True):
+        if type(inner) is list and len(inner) == 2:
+            i, changes = (entry, _MISSING) if type(entry) is int else entry if type(entry) is list else (None, None)
+            if type(i) is not int or not 0 <= i < len(old):
+                return None
+            got = _as_layout(changes, inner[1], old[i], hosts)
+            if got is None:
+                return None
+            out.append([i, got])
+        elif type(inner) is type(entry):
+            out.append(entry)
+        else:
+            return None
+    return out
+
+
+def _object_delta(
+    new: object, old: object, hosts: dict[int, HostProcess], numbers: Fields | bool, seen: Fields | None
+) -> dict[str, object]:
     shape = _shape(type(new))
     changed: dict[str, object] = {}
     for name, kind, _sub, a, b in zip(
@@ -170,18 +255,36 @@ def _object_delta(new: object, old: object, hosts: dict[int, HostProcess]) -> di
         if a is b or a == b:
             continue
         if kind == _FIELD_OBJECT and a is not None and b is not None:
-            changed[name] = _object_delta(a, b, hosts)
+            changed[name] = _object_delta(a, b, hosts, numbers, seen)
         elif kind == _FIELD_OBJECTS:
             # The shape's kind says these are tuples of dataclasses on both sides.
             changed[name] = _items_delta(
-                typing.cast("tuple[object, ...]", a), typing.cast("tuple[object, ...]", b), hosts
+                typing.cast("tuple[object, ...]", a), typing.cast("tuple[object, ...]", b), hosts, numbers, seen
             )
         else:
             changed[name] = _whole(a, hosts, (type(new), name) in HOST_FIELDS)
+    if seen is not None:
+        seen.update((shape.cls, name) for name in changed)
+    if numbers and changed:  # the numbers of an object that changed, as the layout of the rows after it
+        values = dict(zip(shape.names, shape.values(new), strict=True))
+        return {
+            name: changed[name] if name in changed else values[name]
+            for name, kind in zip(shape.names, shape.kinds, strict=True)
+            if name in changed
+            or (
+                kind == _FIELD_NUMBER and values[name] is not None and (numbers is True or (shape.cls, name) in numbers)
+            )
+        }
     return changed
 
 
-def _items_delta(new: tuple[object, ...], old: tuple[object, ...], hosts: dict[int, HostProcess]) -> list[object]:
+def _items_delta(
+    new: tuple[object, ...],
+    old: tuple[object, ...],
+    hosts: dict[int, HostProcess],
+    numbers: Fields | bool = False,
+    seen: Fields | None = None,
+) -> list[object]:
     """A tuple of dataclasses, item by item: the index of the item before that it is (``3``), that index and the
     item's changes from it (``[3, {...}]``), or the item whole (``{...}``). Each item before is used once at most."""
     if not old:
@@ -198,7 +301,7 @@ def _items_delta(new: tuple[object, ...], old: tuple[object, ...], hosts: dict[i
         elif item is old[i] or item == old[i]:
             out.append(i)
         else:
-            out.append([i, _object_delta(item, old[i], hosts)])
+            out.append([i, _object_delta(item, old[i], hosts, numbers, seen)])
     return out
 
 
@@ -230,7 +333,11 @@ def snapshot_from_delta(text: bytes, base: Snapshot) -> Snapshot:
     holds)."""
     if not isinstance(text, (bytes, bytearray)):
         raise ValueError(f"expected JSON text, not {brief(text)}")
-    delta = parse(text)
+    return snapshot_from_delta_value(parse(text), base)
+
+
+def snapshot_from_delta_value(delta: object, base: Snapshot) -> Snapshot:
+    """``snapshot_from_delta`` of the JSON value ``delta`` (bounded as ``parse`` bounds it)."""
     if type(delta) is not dict:
         raise ValueError(f"expected an object for a snapshot's changes, not {brief(delta)}")
     shape = _shape(Snapshot)

@@ -2,7 +2,8 @@
 
 A row is a whole snapshot (its ``snapshot_json``, deflated with the recording's preset dictionary) or, from format
 4, its changes from the whole snapshot some rows before it (``DELTA``, that distance, and its ``delta_json``
-deflated with the whole snapshot's text): a whole snapshot every ``KEYFRAME_EVERY`` rows. ``RowWriter`` makes the
+deflated with the whole snapshot's text): a whole snapshot every ``KEYFRAME_EVERY`` rows; from format 5 such a
+row laid out as the first one after its whole snapshot holds its numbers alone (``NUMBERS``). ``RowWriter`` makes the
 rows of a new recording; ``RowReader`` reads those of any format, in order or by row (docs/recording.md,
 "Encoding of snapshots.data" and "Deltas"). The snapshots' JSON and its strict decoder are ``gputop.codec``'s.
 """
@@ -10,25 +11,29 @@ rows of a new recording; ``RowReader`` reads those of any format, in order or by
 from __future__ import annotations
 
 import dataclasses
+import json
+import typing
 import zlib
 from collections.abc import Callable
 
 from gputop.codec import (
     MAX_SNAPSHOT_BYTES,
     decoded_bytes,
-    delta_json,
     snapshot_from_delta,
     snapshot_from_json,
     snapshot_json,
 )
-from gputop.codec.bounds import brief
+from gputop.codec.bounds import brief, parse
+from gputop.codec.delta import Fields, delta_as, delta_value, snapshot_from_delta_value
 from gputop.model import Snapshot
+from gputop.store.numbers import Bases, number_slots, numbers_like, pack, unpack
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The file format (``PRAGMA user_version``): 2 since process rows hold their host process, 3 since a host that is
 also in ``host_processes`` is written as its PID (up to 3, the codec's format of its snapshots,
 ``gputop.codec.FORMAT``), 4 since a row holds either a whole snapshot or its changes from one
-(``KEYFRAME_EVERY``). A reader reads 1 to 4; an older one refuses a newer file as a whole ("upgrade gputop")
+(``KEYFRAME_EVERY``), 5 since a row of changes laid out as the first one after its whole snapshot holds only
+its numbers (``NUMBERS``). A reader reads 1 to 5; an older one refuses a newer file as a whole ("upgrade gputop")
 instead of skipping every row. A change to the tables would change it too; none has so far."""
 ENCODING = "zlib+json"
 """``meta.encoding``: how a row holds its snapshot."""
@@ -42,6 +47,10 @@ DELTA = b"D"
 """The first byte of a recording row that holds a snapshot as its changes from a whole snapshot some rows before it
 (``delta_json``); a whole snapshot's row is deflated JSON, whose first byte is zlib's (0x78). A delta adds no more
 values than it holds, so a snapshot read from one stays within twice what one snapshot may be."""
+NUMBERS = b"N"
+"""From format 5, the first byte of a delta row laid out as the first delta after its whole snapshot (the same
+fields and items, only numbers differing: ``delta_as``), which holds only those numbers (``gputop.store.numbers``),
+deflated with the first delta's numbers packed against themselves as the preset dictionary."""
 
 
 def compress(text: bytes, zdict: bytes, level: int = 6) -> bytes:
@@ -92,6 +101,40 @@ class Keyframe:
     reference: bytes | None = None
     weight: int = 0
     """At most the memory its snapshot holds (``decoded_bytes``)."""
+    layout: Layout | None = None
+    """The first delta's JSON value and numbers, once a row of numbers needed them."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Layout:
+    """The first delta after a whole snapshot as the rows of numbers after it are laid out: its JSON value, its
+    numbers in order and where each is in that value, and their preset dictionary."""
+
+    value: dict[str, object]
+    numbers: list[int | float]
+    slots: list[tuple[dict[str, object] | list[object], str | int]]
+    """The object or list of ``value`` that holds each number, and its key or index there."""
+    zdict: bytes
+    bases: dict[bytes, Bases] = dataclasses.field(default_factory=dict)
+    """``unpack``'s cache."""
+
+    @staticmethod
+    def of(text: bytes) -> Layout | None:
+        """The layout of a delta's JSON text (None where it is not an object or one of its numbers cannot be
+        packed)."""
+        value = parse(text)
+        slots = number_slots(value)
+        numbers = [typing.cast("int | float", holder[key]) for holder, key in slots]  # type: ignore[index]
+        packed = pack(numbers, numbers)
+        if packed is None or type(value) is not dict:
+            return None
+        return Layout(value, numbers, slots, packed)
+
+    def filled(self, numbers: list[int | float]) -> dict[str, object]:
+        """The layout's value with ``numbers`` in place of its own (the value is reused: one row's at a time)."""
+        for (holder, key), number in zip(self.slots, numbers, strict=True):
+            holder[key] = number  # type: ignore[index]
+        return self.value
 
 
 def delta_dictionary(whole: bytes, reference: bytes | None) -> bytes:
@@ -113,9 +156,19 @@ def encode_row(text: bytes, zdict: bytes, behind: int = 0) -> bytes:
     return DELTA + bytes([behind]) + compress(text, zdict, 9)
 
 
+def encode_numbers(numbers: list[int | float], layout: Layout, behind: int) -> bytes | None:
+    """A row of format 5 ``behind`` rows after its whole snapshot (2 to ``MAX_CHAIN_ROWS``) holding a delta laid
+    out as ``layout``, whose ``numbers`` these are: ``NUMBERS``, the distance, the numbers packed and deflated.
+    None where one cannot be packed."""
+    if not 2 <= behind <= MAX_CHAIN_ROWS:
+        raise ValueError(f"a row of numbers {behind} rows after its whole snapshot")
+    packed = pack(numbers, layout.numbers)
+    return None if packed is None else NUMBERS + bytes([behind]) + compress(packed, layout.zdict, 9)
+
+
 def row_behind(data: object) -> int:
     """How many rows before this one its whole snapshot is: 0 for a whole snapshot (or data that is none)."""
-    if isinstance(data, bytes) and data[:1] == DELTA and len(data) > 1:
+    if isinstance(data, bytes) and data[:1] in (DELTA, NUMBERS) and len(data) > 1:
         return data[1]
     return 0
 
@@ -137,9 +190,27 @@ def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> 
     if behind > 1 and key.reference is None:
         raise ValueError(f"the changes from row {rowid - behind}, whose first changes cannot be read")
     assert isinstance(data, bytes)
+    if data[:1] == NUMBERS and behind > 1:
+        return _decode_numbers(data, key)
     text = inflate(data[2:], delta_dictionary(key.text, key.reference if behind > 1 else None))
     snap = snapshot_from_delta(text, key.snapshot)
     return snap, dataclasses.replace(key, reference=text) if behind == 1 else key, decoded_bytes(text)
+
+
+def _decode_numbers(data: bytes, key: Keyframe) -> tuple[Snapshot, Keyframe, int]:
+    """``decode_row`` of a row of numbers: the first delta's value with the row's numbers in their places, decoded
+    as that delta is. Its memory is counted as the first delta's, which has as many values."""
+    reference = key.reference
+    assert reference is not None
+    if key.layout is None:
+        layout = Layout.of(reference)
+        if layout is None:
+            raise ValueError("the first changes after the whole snapshot hold a number no row holds")
+        key = dataclasses.replace(key, layout=layout)
+    assert key.layout is not None
+    numbers = unpack(inflate(data[2:], key.layout.zdict), key.layout.numbers, key.layout.bases)
+    snap = snapshot_from_delta_value(key.layout.filled(numbers), key.snapshot)
+    return snap, key, decoded_bytes(reference)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,7 +235,12 @@ class RowWriter:
         """The last whole snapshot written, its JSON text, the text of the delta after it, and the rows since."""
         self._key_text = b""
         self._reference: bytes | None = None
+        self._layout: Layout | None = None
         self._behind = 0
+        self._changing: Fields | bool = True
+        """The fields that changed in the last whole snapshot's rows (True before there were any): the numbers of
+        an object that the first delta after a whole snapshot writes, changed or not, as its layout."""
+        self._changed: Fields = set()
 
     def row(self, snap: Snapshot) -> tuple[bytes, bytes | None]:
         """The row of ``snap``: its changes from the last whole snapshot, or whole every ``KEYFRAME_EVERY`` rows;
@@ -172,16 +248,27 @@ class RowWriter:
         else None."""
         self._behind += 1
         if self._key is not None and self._behind < KEYFRAME_EVERY:
-            text = delta_json(snap, self._key)
+            if self._layout is not None:
+                laid = delta_as(self._layout.value, snap, self._key, self._changed)
+                numbers: list[int | float] = []
+                if laid is not None and numbers_like(laid, self._layout.value, numbers):
+                    data = encode_numbers(numbers, self._layout, self._behind)
+                    if data is not None:
+                        return data, None
+            value = delta_value(snap, self._key, self._changing if self._behind == 1 else False, self._changed)
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
             data = encode_row(text, delta_dictionary(self._key_text, self._reference), self._behind)
             if self._behind == 1:
                 self._reference = text
+                self._layout = Layout.of(text)
             return data, None
         text = snapshot_json(snap)
         first = None
         if self._zdict is None:
             self._zdict = first = text
-        self._key, self._key_text, self._reference, self._behind = snap, text, None, 0
+        if self._key is not None:
+            self._changing, self._changed = self._changed, set()
+        self._key, self._key_text, self._reference, self._layout, self._behind = snap, text, None, None, 0
         return encode_row(text, self._zdict), first
 
 

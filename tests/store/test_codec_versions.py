@@ -33,7 +33,7 @@ from gputop.codec import (
 from gputop.document import WORKER_KEYS, snapshot_to_dict
 from gputop.model import MEASURING, NOT_VISIBLE, Gpu, HostProcess, Snapshot, Worker, frozen_reasons
 from gputop.store import SCHEMA_VERSION, Recorder, RecordingError, open_recording
-from gputop.store.rows import DELTA, KEYFRAME_EVERY, decode_snapshot, encode_snapshot
+from gputop.store.rows import DELTA, KEYFRAME_EVERY, NUMBERS, decode_snapshot, encode_snapshot
 from tests.ui import scenes, training_scenes
 
 pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
@@ -41,6 +41,7 @@ pytestmark = pytest.mark.fast  # pure: no subprocess, no terminal, no torch job
 V1 = Path(__file__).resolve().parents[1] / "data" / "v1"
 V2 = Path(__file__).resolve().parents[1] / "data" / "v2"
 V3 = Path(__file__).resolve().parents[1] / "data" / "v3"
+V4 = Path(__file__).resolve().parents[1] / "data" / "v4"
 V1_LINE = (V1 / "snapshot.json").read_bytes()
 V1_DOCUMENT = json.loads((V1 / "document.json").read_text())
 HIDDEN_PID = 777777
@@ -400,13 +401,25 @@ def test_a_format_3_recording_still_opens_and_reads(tmp_path: Path) -> None:
             assert row.host is snap.host_process(row.pid) or row.host != snap.host_process(row.pid)
 
 
-def test_a_new_recording_is_format_4_and_reads_back(tmp_path: Path) -> None:
-    snap = v1_snapshot()
+def test_a_format_4_recording_still_opens_and_reads(tmp_path: Path) -> None:
     path = tmp_path / "v4.gputop"
+    shutil.copyfile(V4 / "recording.gputop", path)
+    with open_recording(path) as recording:
+        assert recording.info.schema_version == 4
+        snaps = list(recording)
+        assert recording.damage is None
+        assert [recording.read(rowid) for rowid, _ in reversed(recording.index())] == snaps[::-1]
+    with open_recording(V3 / "recording.gputop") as recording:
+        assert snaps == list(recording)
+
+
+def test_a_new_recording_is_format_5_and_reads_back(tmp_path: Path) -> None:
+    snap = v1_snapshot()
+    path = tmp_path / "v5.gputop"
     with Recorder(path, 1.0, hostname="h") as recorder:
         recorder.append(snap)
     with open_recording(path) as recording:
-        assert recording.info.schema_version == SCHEMA_VERSION == 4
+        assert recording.info.schema_version == SCHEMA_VERSION == 5
         assert list(recording) == [snap]
 
 
@@ -510,16 +523,17 @@ def test_a_delta_decodes_to_the_snapshot_and_reuses_what_did_not_change() -> Non
     assert snapshot_from_delta(b"{}", snaps[0]) == snaps[0]
 
 
-def test_format_4_writes_whole_snapshots_every_keyframe_every_rows_and_reads_every_row(tmp_path: Path) -> None:
+def test_format_5_writes_whole_snapshots_every_keyframe_every_rows_and_reads_every_row(tmp_path: Path) -> None:
     snaps = changing(KEYFRAME_EVERY + 5)
-    path = tmp_path / "v4.gputop"
+    path = tmp_path / "v5.gputop"
     with Recorder(path, 1.0, hostname="h") as recorder:
         for snap in snaps:
             recorder.append(snap)
     db = sqlite3.connect(path)
     tags = [bytes(data[:1]) for (data,) in db.execute("SELECT data FROM snapshots ORDER BY rowid")]
     db.close()
-    assert [i for i, tag in enumerate(tags) if tag != DELTA] == [0, KEYFRAME_EVERY]
+    assert [i for i, tag in enumerate(tags) if tag not in (DELTA, NUMBERS)] == [0, KEYFRAME_EVERY]
+    assert NUMBERS in tags  # rows laid out as the first delta after their whole snapshot hold their numbers alone
     with open_recording(path) as recording:
         assert list(recording) == snaps
         rows = [rowid for rowid, _ in recording.index()]
