@@ -16,6 +16,8 @@ from gputop.limits import ONE_SHOT_WINDOW_S
 from gputop.model import GpuProcess, HostProcess, Snapshot
 
 if TYPE_CHECKING:
+    import logging
+
     from gputop.collect.host import HostCollector
     from gputop.collect.training import TrainingCollector
 
@@ -224,9 +226,16 @@ class Sampler:
         self._wake.set()
 
     def start(self) -> None:
+        """Start sampling. A snapshot already made (``first``) reaches the subscribers before this returns, on the
+        caller's thread: the dashboard has it for its first frame instead of when the sampling thread first runs,
+        which under load can be a frame or two later."""
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
+        first, self._first = self._first, None
+        if first is not None:
+            self._hand_on(first)
+        since = time.monotonic() if first is not None else None
+        self._thread = threading.Thread(target=self._run, args=(since,), name="gputop-sampler", daemon=True)
         self._thread.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
@@ -236,30 +245,44 @@ class Sampler:
             self._thread.join(timeout_s)
             self._thread = None
 
-    def _run(self) -> None:
-        import logging  # here: gputop --once, which never logs, imports it only after its first GPM sample
+    def _hand_on(self, snap: Snapshot) -> None:
+        self.latest = snap
+        for callback in list(self._subscribers):
+            try:
+                callback(snap)
+            except Exception:
+                _log().exception("snapshot subscriber failed")
 
-        log = logging.getLogger(__name__)
+    def _run(self, first_handed_on: float | None) -> None:
+        """The sampling loop; ``first_handed_on``: when ``start`` handed on the first snapshot, so the next one
+        is made an interval after it."""
         maker = self._maker_factory()
         try:
             maker.start()
+            if first_handed_on is not None:
+                self._wait(first_handed_on)
             while not self._stop.is_set():
                 started = time.monotonic()
                 try:
-                    snap, self._first = self._first or maker.snapshot(), None
+                    snap = maker.snapshot()
                 except Exception:  # a collector bug must not end sampling for good
-                    log.exception("snapshot failed")
+                    _log().exception("snapshot failed")
                 else:
-                    self.latest = snap
-                    for callback in list(self._subscribers):
-                        try:
-                            callback(snap)
-                        except Exception:
-                            log.exception("snapshot subscriber failed")
-                self._wake.clear()
-                self._wake.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+                    self._hand_on(snap)
+                self._wait(started)
         finally:
             maker.close()
+
+    def _wait(self, since: float) -> None:
+        """Until an interval after ``since``, or a new interval, or ``stop``."""
+        self._wake.clear()
+        self._wake.wait(max(0.0, self.interval_s - (time.monotonic() - since)))
+
+
+def _log() -> logging.Logger:
+    import logging  # here: gputop --once, which never logs, imports it only after its first GPM sample
+
+    return logging.getLogger(__name__)
 
 
 def _sleep(timeout_s: float) -> bool:

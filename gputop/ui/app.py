@@ -198,12 +198,16 @@ class GputopApp(App[int]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
+        self.feed.start(self)
+        # A snapshot the feed has at hand already (the live dashboard's, made for its plain first frame) is taken
+        # now, not when its wake-up message comes: the screens then mount with it and their first frame shows it.
+        if self.feed.take():
+            self.show()
         self.push_screen(self.mode.main_screen())
         if self.job_id is not None:
             from gputop.ui.screens.job import JobScreen
 
             self.push_screen(JobScreen(self.job_id))
-        self.feed.start(self)
         self.mode.mounted()
 
     def on_unmount(self) -> None:

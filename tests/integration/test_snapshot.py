@@ -227,6 +227,21 @@ def test_sampler_hands_on_a_snapshot_already_made_as_its_first(fake_driver):
     assert len(calls) == len(seen) - 1
 
 
+def test_sampler_hands_on_a_snapshot_already_made_before_start_returns(fake_driver):
+    """The dashboard has that snapshot for its first frame, not when the sampling thread first gets to run."""
+    fake_driver(training_box(1, []))
+    maker = SnapshotMaker()
+    first = maker.snapshot()
+    seen: list[tuple[str, Snapshot]] = []
+    sampler = Sampler(interval_s=30.0, maker_factory=lambda: maker, first=first)
+    sampler.subscribe(lambda snap: seen.append((threading.current_thread().name, snap)))
+    sampler.start()
+    try:
+        assert seen == [(threading.current_thread().name, first)]
+    finally:
+        sampler.stop()
+
+
 def test_a_failing_subscriber_does_not_stop_sampling(fake_driver):
     fake_driver(training_box(1, []))
     good: list[float] = []

@@ -110,6 +110,12 @@ class Footer(TextualFooter):
         if self._pending or (self._shown is not None and screen is self.screen and self._selection() == self._shown):
             return
         self._pending = self.is_attached and screen is self.screen and screen.app.app_focus
+        if self._shown is None and self._pending:
+            # The first keys: built next, not after the screen's next refresh as Textual's footer waits to, so the
+            # dashboard's first frame has its footer (the bindings come before that frame is laid out).
+            self._bindings_ready = True
+            self.call_next(self.recompose)
+            return
         super().bindings_changed(screen)
 
     def on_resize(self) -> None:

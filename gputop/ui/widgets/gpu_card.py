@@ -118,10 +118,15 @@ class GpuCard(CachedComponentStyles, Widget):
         self._update_view()
 
     def _update_view(self) -> None:
+        view = self._view_at(self.inner_size.width)
+        if view is not None:
+            self.view = view
+
+    def _view_at(self, width: int) -> CardView | None:
+        """What the card draws of its reading at content ``width``; None before the first reading."""
         if self._reading is None:
-            return
+            return None
         gpu, history, now = self._reading
-        width = self.inner_size.width
         sparks = Sparks()
         if history is not None:
             if self.compact:
@@ -137,7 +142,7 @@ class GpuCard(CachedComponentStyles, Widget):
                     sm=history.sm_percent.sparkline(cells, now),
                     work=tuple((name, trend.sparkline(work_cells, now)) for name, trend in history.work.items()),
                 )
-        self.view = CardView(gpu, sparks, self.compact, width, self._mig_processes)
+        return CardView(gpu, sparks, self.compact, width, self._mig_processes)
 
     def watch_view(self, old: CardView | None, new: CardView | None) -> None:
         if new is None:
@@ -175,6 +180,14 @@ class GpuCard(CachedComponentStyles, Widget):
         )
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # The layout gives the card its width here, before the frame is drawn. A card mounted with its reading
+        # made its view 0 cells wide (nothing laid out yet) and would draw it empty until its resize event, a
+        # frame later: its view is made at this width now, so the frame that first shows the card shows the
+        # reading. Quietly: the card's title is already set, and a card laid out anew is drawn whole anyway.
+        if self.view is not None and self.view.width != width:
+            view = self._view_at(width)
+            if view is not None:
+                self.set_reactive(GpuCard.view, view)
         return self.view.line_count if self.view is not None else 1
 
     def render_line(self, y: int) -> Strip:

@@ -70,10 +70,11 @@ class HostPanel(TextLines, Widget):
 
     def _update_view(self) -> None:
         if self._host is not None and self.is_mounted:
-            width = self.inner_size.width
-            # Decided by the core count, not by the readings, which the first tick does not have yet.
-            per_core = self.per_core and self._host.cpu_count <= width - 10
-            self.view = HostView(self._host, width, per_core)
+            self.view = self._view_at(self._host, self.inner_size.width)
+
+    def _view_at(self, host: HostInfo, width: int) -> HostView:
+        # Decided by the core count, not by the readings, which the first tick does not have yet.
+        return HostView(host, width, self.per_core and host.cpu_count <= width - 10)
 
     def watch_view(self, old: HostView | None, new: HostView | None) -> None:
         if old is None or new is None or old.per_core != new.per_core:
@@ -82,6 +83,11 @@ class HostPanel(TextLines, Widget):
             self.repaint_changed_lines(self._drawn[1])
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # The width the layout gives, before the frame is drawn: a view made before the first layout (0 wide, so
+        # no per-core line) is made at this width now, so the first frame shows the panel as it stays (as a GPU
+        # card's, gpu_card.py).
+        if self.view is not None and self.view.width != width:
+            self.set_reactive(HostPanel.view, self._view_at(self.view.host, width))
         return 2 if self.view is not None and self.view.per_core else 1
 
     def text_key(self) -> object:

@@ -113,6 +113,8 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         rows only the few on screen are ever turned into text."""
         self._cursor = 0
         self._width_cache: tuple[object, list[int]] = (None, [])
+        self._columns_for: tuple[bool, bool, bool, bool] | None = None
+        """What ``_columns`` were chosen for: a wide table, MIG, containers, pods."""
         self._mig = False
         self._containers = False
         self._pods = False
@@ -153,7 +155,8 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         in a wide table, the pod's name in place of the user in a narrow one."""
         selected = self.selected
         self._mig, self._containers, self._pods = mig, containers, pods
-        self._ensure_columns()
+        if self._ensure_columns():
+            self.refresh()
         old_rows, old_cells = self._rows, self._cells
         self._rows = rows
         self._cells = [None] * len(rows)
@@ -202,9 +205,14 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
         self.virtual_size = Size(self.inner_size.width, len(self._rows) + 1)
         self.refresh()
 
-    def _ensure_columns(self) -> None:
-        """The narrow column set below ``WIDE_TABLE_MIN`` cells, so the command keeps some room at 80 columns."""
+    def _ensure_columns(self) -> bool:
+        """The narrow column set below ``WIDE_TABLE_MIN`` cells, so the command keeps some room at 80 columns.
+        Whether the columns changed (the caller repaints)."""
         wide = self.inner_size.width >= WIDE_TABLE_MIN
+        key = (wide, self._mig, self._containers, self._pods)
+        if key == self._columns_for:
+            return False
+        self._columns_for = key
         columns = tuple(c for c in COLUMNS if wide or not c.wide_only)
         if self._mig:
             columns = (columns[0], MIG_COLUMN, *columns[1:])
@@ -212,10 +220,11 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
             columns = tuple(NARROW_POD_COLUMN if c.key == "user" else c for c in columns)
         elif self._containers and wide:
             columns = (*columns[:-1], POD_COLUMN if self._pods else CONTAINER_COLUMN, columns[-1])
-        if columns != self._columns:
-            self._columns = columns
-            self._cells = [None] * len(self._rows)
-            self.refresh()
+        if columns == self._columns:
+            return False
+        self._columns = columns
+        self._cells = [None] * len(self._rows)
+        return True
 
     def _widths(self) -> list[int]:
         """Each column's width; the command column takes what the others leave."""
@@ -229,6 +238,10 @@ class ProcessTable(CachedComponentStyles, ScrollView, can_focus=True):
     # -- drawing ---------------------------------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
+        # The columns for the width drawn at: rows shown before the first layout (0 wide) chose the narrow set,
+        # and the resize that chooses again comes a frame later. No repaint to ask for: a new width draws the
+        # whole table.
+        self._ensure_columns()
         width = self.inner_size.width
         base = self.base_style()
         if y == 0:
