@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from rich.text import Text
 
-from gputop.model import PROBE_NONE, ProbeReport, TrainingView
+from gputop.model import NO_PROCESS, PROBE_NONE, ProbeReport, TrainingView
 from gputop.remote.status import LIVE, HostStatus
 from gputop.ui.app import GputopApp
 from gputop.ui.text.advice import brief_lines, full_lines
@@ -164,3 +164,19 @@ def test_a_hosts_section_leaves_out_the_load_and_then_the_driver_rather_than_cut
     assert "  load 41.32   MEM 612GiB / 1007GiB" in wide
     assert narrow == "driver 550.90.07  CUDA 12.4   CPU 54% of 64   MEM 612GiB / 1007GiB"
     assert tight == "CPU 54% of 64   MEM 612GiB / 1007GiB"
+
+
+@pytest.mark.fast
+def test_a_gpus_finding_that_names_its_gpu_in_the_title_is_not_labelled_with_it_again() -> None:
+    finding = replace(
+        STARVED_ADVICE[0],
+        pid=NO_PROCESS,
+        pids=(),
+        suggest={},
+        title="GPU 4 is failing: Xid 79, GPU has fallen off the bus",
+        evidence={"gpu_index": 4},
+    )
+
+    lines = [line.plain for line in brief_lines([finding], 76, P, show_pid=True)]
+
+    assert lines == ["WARN  GPU 4 is failing: Xid 79, GPU has fallen off the bus"]

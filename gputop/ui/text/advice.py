@@ -77,7 +77,9 @@ def _brief(item: Advice, width: int, p: Palette, show_pid: bool) -> list[Text]:
     """One finding in a line, or in two where the change to make does not fit beside enough of the title: the
     change is never cut (it is what the line is for); the title gives way first."""
     line = mark(item, p)
-    if show_pid:
+    # a GPU's finding whose title already names it (``GPU 4 is failing``) is not labelled with it again
+    named = item.pid == NO_PROCESS and item.title.startswith(item.subject + " ")
+    if show_pid and not named:
         line.append(
             f"{item.subject if item.pid == NO_PROCESS else f'PID {item.pid}'}{'+' if item.pids else ''}  ",
             style=p.label,
