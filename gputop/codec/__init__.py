@@ -22,7 +22,7 @@ from gputop.codec.bounds import (
     decoded_bytes,
     json_tokens,
 )
-from gputop.codec.decode import snapshot_from_json
+from gputop.codec.decode import snapshot_from_json, snapshot_unwritten
 from gputop.codec.delta import delta_json, snapshot_from_delta
 from gputop.codec.encode import FORMAT, snapshot_json
 from gputop.codec.upgrade import ADDED_LATER, V1_NOT_RECORDED
@@ -42,4 +42,5 @@ __all__ = [
     "snapshot_from_delta",
     "snapshot_from_json",
     "snapshot_json",
+    "snapshot_unwritten",
 ]

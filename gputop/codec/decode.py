@@ -205,6 +205,9 @@ def _dataclass_decoder(cls: type, optional: bool) -> Decoder:
                 found.update(dict.fromkeys(bad))
         later = [name for name in ADDED_LATER.get(cls, ()) if name not in value]
         if later:
+            unwritten = getattr(UNWRITTEN, "fields", None)
+            if unwritten is not None:
+                unwritten.update((cls, name) for name in later)
             reasons = dict(typing.cast("Mapping[str, str]", found.get("unavailable", {})))
             found["unavailable"] = frozen_reasons({**dict.fromkeys(later, V1_NOT_RECORDED), **reasons})
         try:
@@ -247,6 +250,22 @@ def implausible_reasons(
 HOSTS = threading.local()
 """While a snapshot of format 3 or later decodes in this thread: ``by_pid``, its decoded ``host_processes`` by PID,
 which a ``host`` written as a PID stands for (decoded once, and shared, as the sampler shares them)."""
+
+
+UNWRITTEN = threading.local()
+"""While a whole snapshot decodes in this thread with ``fields`` a set: each ``(class, field)`` of ``ADDED_LATER``
+that its writer did not write, and so did not know (``snapshot_unwritten``)."""
+
+
+def snapshot_unwritten(text: bytes) -> tuple[Snapshot, frozenset[tuple[type, str]]]:
+    """``snapshot_from_json(text)``, and the fields added later than its writer knew: the rows of changes that
+    follow it in a recording (``gputop.codec.delta``) cannot name them either, and keep them not recorded."""
+    found: set[tuple[type, str]] = set()
+    UNWRITTEN.fields = found
+    try:
+        return snapshot_from_json(text), frozenset(found)
+    finally:
+        UNWRITTEN.fields = None
 
 
 def field_decoders(cls: type) -> tuple[tuple[str, Decoder], ...]:

@@ -12,9 +12,10 @@ import dataclasses
 import json
 import operator
 import re
+import threading
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gputop.codec.bounds import MAX_FLOAT, MAX_INT, MAX_TIME, TEXT_FORMS, TEXT_LIMITS, TIME_FIELDS, brief, parse
 from gputop.codec.decode import (
@@ -29,7 +30,8 @@ from gputop.codec.decode import (
     parts_exceed,
 )
 from gputop.codec.encode import HOST_FIELDS, to_plain
-from gputop.model import HostProcess, Snapshot
+from gputop.codec.upgrade import V1_NOT_RECORDED
+from gputop.model import HostProcess, Snapshot, frozen_reasons
 from gputop.plausible import AT_MOST, RANGES
 
 _FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS, _FIELD_NUMBER = 0, 1, 2, 3
@@ -326,20 +328,39 @@ def _whole(value: object, hosts: dict[int, HostProcess], host_field: bool = Fals
     return to_plain(value)
 
 
-def snapshot_from_delta(text: bytes, base: Snapshot) -> Snapshot:
+UNWRITTEN_HERE = threading.local()
+"""While a delta decodes in this thread: ``fields``, those its whole snapshot's writer did not write
+(``gputop.codec.decode.snapshot_unwritten``)."""
+
+
+def snapshot_from_delta(text: bytes, base: Snapshot, unwritten: frozenset[tuple[type, str]] = frozenset()) -> Snapshot:
     """The snapshot whose ``delta_json`` from ``base`` is ``text``. Raises ``ValueError``, and nothing else, on
     anything else; every value that changed is checked as ``snapshot_from_json`` checks it, and what did not
     change is ``base``'s own (an item of a tuple used once at most, so that a delta adds no more values than it
     holds)."""
     if not isinstance(text, (bytes, bytearray)):
         raise ValueError(f"expected JSON text, not {brief(text)}")
-    return snapshot_from_delta_value(parse(text), base)
+    return snapshot_from_delta_value(parse(text), base, unwritten)
 
 
-def snapshot_from_delta_value(delta: object, base: Snapshot) -> Snapshot:
-    """``snapshot_from_delta`` of the JSON value ``delta`` (bounded as ``parse`` bounds it)."""
+def snapshot_from_delta_value(
+    delta: object, base: Snapshot, unwritten: frozenset[tuple[type, str]] = frozenset()
+) -> Snapshot:
+    """``snapshot_from_delta`` of the JSON value ``delta`` (bounded as ``parse`` bounds it); ``unwritten``: the
+    fields added later than the writer of ``base`` knew, which stay not recorded."""
     if type(delta) is not dict:
         raise ValueError(f"expected an object for a snapshot's changes, not {brief(delta)}")
+    UNWRITTEN_HERE.fields = unwritten
+    try:
+        snap = _patch_snapshot(delta, base)
+    finally:
+        UNWRITTEN_HERE.fields = None
+    if not isinstance(snap, Snapshot):
+        raise ValueError("not a snapshot")
+    return snap
+
+
+def _patch_snapshot(delta: dict[str, object], base: Snapshot) -> object:
     shape = _shape(Snapshot)
     hosts = base.host_processes
     if "host_processes" in delta:
@@ -354,8 +375,6 @@ def snapshot_from_delta_value(delta: object, base: Snapshot) -> Snapshot:
         snap = _patch_fields(delta, values, shape, skip="host_processes")
     finally:
         HOSTS.by_pid = None
-    if not isinstance(snap, Snapshot):
-        raise ValueError("not a snapshot")
     return snap
 
 
@@ -372,6 +391,11 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
     fields = shape.fields
     name = ""
     marked = False
+    # Fields the recording's writer did not know (not written in its whole snapshot) are not recorded; a delta
+    # that rewrites the reasons cannot name them either, so they stay not recorded.
+    unwritten = getattr(UNWRITTEN_HERE, "fields", None)
+    later = [k for cls, k in unwritten if cls is shape.cls] if unwritten and "unavailable" in delta else []
+    where = shape.position.get("unavailable")
     try:
         for name, value in delta.items():
             field = fields.get(name)
@@ -393,6 +417,10 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
                 values[i] = _patch_items(value, values[i], typing.cast("type", sub))
     except ValueError as exc:
         raise ValueError(f"{shape.cls.__name__}.{name}: {exc}") from None
+    if later and where is not None:
+        now = typing.cast("Mapping[str, str]", values[where] or {})
+        if any(k not in now for k in later):
+            values[where] = frozen_reasons({**dict.fromkeys(later, V1_NOT_RECORDED), **now})
     for i, field_name, limit in shape.limits:
         text = values[i]
         if isinstance(text, str) and len(text) > limit:

@@ -22,6 +22,7 @@ from gputop.codec import (
     snapshot_from_delta,
     snapshot_from_json,
     snapshot_json,
+    snapshot_unwritten,
 )
 from gputop.codec.bounds import brief, parse
 from gputop.codec.delta import Fields, delta_as, delta_value, snapshot_from_delta_value
@@ -103,6 +104,8 @@ class Keyframe:
     """At most the memory its snapshot holds (``decoded_bytes``)."""
     layout: Layout | None = None
     """The first delta's JSON value and numbers, once a row of numbers needed them."""
+    unwritten: frozenset[tuple[type, str]] = frozenset()
+    """The fields its writer did not know (``snapshot_unwritten``), which the rows after it keep not recorded."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -183,7 +186,8 @@ def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> 
     behind = row_behind(data)
     if not behind:
         text = inflate(data, zdict)
-        key = Keyframe(snapshot_from_json(text), text, rowid, weight=decoded_bytes(text))
+        snap, unwritten = snapshot_unwritten(text)
+        key = Keyframe(snap, text, rowid, weight=decoded_bytes(text), unwritten=unwritten)
         return key.snapshot, key, 0
     if key is None or key.rowid != rowid - behind:
         raise ValueError(f"the changes from row {rowid - behind}, which cannot be read")
@@ -193,7 +197,7 @@ def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> 
     if data[:1] == NUMBERS and behind > 1:
         return _decode_numbers(data, key)
     text = inflate(data[2:], delta_dictionary(key.text, key.reference if behind > 1 else None))
-    snap = snapshot_from_delta(text, key.snapshot)
+    snap = snapshot_from_delta(text, key.snapshot, key.unwritten)
     return snap, dataclasses.replace(key, reference=text) if behind == 1 else key, decoded_bytes(text)
 
 
@@ -209,7 +213,7 @@ def _decode_numbers(data: bytes, key: Keyframe) -> tuple[Snapshot, Keyframe, int
         key = dataclasses.replace(key, layout=layout)
     assert key.layout is not None
     numbers = unpack(inflate(data[2:], key.layout.zdict), key.layout.numbers, key.layout.bases)
-    snap = snapshot_from_delta_value(key.layout.filled(numbers), key.snapshot)
+    snap = snapshot_from_delta_value(key.layout.filled(numbers), key.snapshot, key.unwritten)
     return snap, key, decoded_bytes(reference)
 
 

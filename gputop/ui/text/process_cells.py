@@ -43,8 +43,8 @@ def cell_text(row: ProcessRow, key: str) -> str:
         return row.mig or NOT_ON_GPU
     if key == "container":
         return row.container or (NA if "container" in row.unavailable else NOT_ON_GPU)
-    if key == "pod":
-        return row.pod or row.user or NA
+    if key == "pod":  # POD/USER at 80 columns: a pod not yet named is N/A; a process in no pod, its user
+        return row.pod or (NA if "pod" in row.unavailable else row.user or NA)
     if key == "user":
         return row.user or NA
     if key == "kind":
