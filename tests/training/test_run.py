@@ -189,12 +189,13 @@ def test_an_existing_sitecustomize_still_runs(probe_dir):
 def test_headless_prints_a_periodic_status_line(probe_dir):
     job = [*PYTHON, str(SCRIPTS / "train.py"), "--workers", "1", "--epochs", "0", "--item-s", "0.02", "--persistent"]
     proc = gputop_run("--headless", "-d", "0.5", "--", *job, probe_dir=probe_dir)
-    line = read_stderr_line(proc, "gputop: PID ", want="data wait")
+    # The first lines may come before the loader's worker is up ("0 workers"): the line that names it is awaited.
+    line = read_stderr_line(proc, "gputop: PID ", want="worker (fork)", timeout_s=90)
     proc.terminate()
 
     code, _, _ = finish(proc)
     assert code == 42  # the job's own answer to the forwarded SIGTERM
-    assert "batch 4" in line
+    assert "batch 4" in line and "data wait" in line
     assert "1 worker (fork)" in line
     assert "pin_memory off" in line
 
