@@ -45,12 +45,18 @@ def workers_needed(producers: int, wait_share: float, in_main_process: bool) -> 
     return max(1, math.ceil(round(batch_time / compute_share * th.WORKER_MARGIN, 6)))
 
 
+def loop_work_s(wait_share: float, steps_per_s: float) -> float:
+    """C, the loop's own work per step: the part of a step it does not wait for data (1 − w) over the steps a
+    second (at least 1 % of the step, so that a loop that waits all the time still has a C)."""
+    return max(1.0 - wait_share, 0.01) / steps_per_s
+
+
 def workers_keeping_up(batch_s: float, wait_share: float, steps_per_s: float) -> float:
     """Workers that exactly keep up with the loop, from what one spends on a batch (measured in the worker):
     the loop takes a batch every C = (1 − w) / steps_per_s seconds of its own work, so B / C workers deliver one
     that often. Unlike ``workers_needed`` it does not assume that the workers are the wait: run at this count
     (with headroom), it gives the same count again."""
-    compute_s = max(1.0 - wait_share, 0.01) / steps_per_s
+    compute_s = loop_work_s(wait_share, steps_per_s)
     return batch_s / compute_s
 
 
@@ -60,7 +66,7 @@ def prefetch_needed(slow_s: float, workers: int, wait_share: float, steps_per_s:
     work per step, ahead; a batch that takes S (``worker_batch_p95_s``, timed in the worker) is there in time when
     ``prefetch_factor`` ≥ S / (workers × C). S and C do not change with the queue's depth, so at the value this
     gives, it gives the same value again."""
-    compute_s = max(1.0 - wait_share, 0.01) / steps_per_s
+    compute_s = loop_work_s(wait_share, steps_per_s)
     return max(1, math.ceil(round(slow_s / (max(1, workers) * compute_s), 6)))
 
 

@@ -36,6 +36,7 @@ from gputop.advisor.suggest import (
     STORAGE,
     WorkerPlan,
     cores_per_rank,
+    loop_work_s,
     plan_workers,
     prefetch_needed,
     with_headroom,
@@ -75,7 +76,7 @@ def _queue_plan(
     exceed what the queue covers by no more than that noise."""
     if prefetch is None or slow_s is None or prefetch < 1:
         return None
-    covered = prefetch * workers * max(1.0 - wait, 0.01) / steps
+    covered = prefetch * workers * loop_work_s(wait, steps)
     if slow_s <= covered * (1 + th.WORKERS_NOISE):
         return QueuePlan(prefetch, slow_s, covered, None)
     needed = prefetch_needed(slow_s, workers, wait, steps)
