@@ -16,14 +16,14 @@ WINDOW_S = 4
 TIMEOUT_S = 240
 
 
-def run(tmp_path: Path, name: str, workers: int) -> dict:
-    """``gputop run --headless`` over the scenarios' job with ``workers`` workers, each 8 samples × 16 ms asleep a
-    batch, and a loop whose own work is 20 ms asleep a step; the report. A batch takes six times the loop's own
-    work, so that a loop slowed by a busy machine (its step's real work and its wake-ups late) still needs more
-    workers than one."""
+def run(tmp_path: Path, name: str, workers: int, *knobs: str, item_s: float = 0.016) -> dict:
+    """``gputop run --headless`` over the scenarios' job with ``workers`` workers, each 8 samples × ``item_s``
+    asleep a batch, and a loop whose own work is 20 ms asleep a step; the report. By default a batch takes six
+    times the loop's own work, so that a loop slowed by a busy machine (its step's real work and its wake-ups
+    late) still needs more workers than one."""
     report = tmp_path / f"{name}.json"
     job = [sys.executable, "-W", "ignore", str(JOB), "--seconds", "10", "--workers", str(workers), "--persistent"]
-    job += ["--batch-size", "8", "--item-sleep-s", "0.016", "--step-sleep-s", "0.02"]
+    job += ["--batch-size", "8", "--item-sleep-s", str(item_s), "--step-sleep-s", "0.02", *knobs]
     argv = [sys.executable, "-m", "gputop", "run", "--headless", "--window", str(WINDOW_S)]
     argv += ["--no-history", "--report-json", str(report), "--", *job]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path, env=dict(os.environ))
@@ -46,3 +46,21 @@ def test_the_workers_suggested_once_are_the_workers_asked_for_at_that_count(tmp_
     second = starved(run(tmp_path, "followed", suggested))
 
     assert second is None or "num_workers" not in second["suggest"], second
+
+
+def test_the_prefetch_factor_suggested_once_is_the_depth_asked_for_at_that_depth(tmp_path: Path) -> None:
+    # Three workers that keep up on average (a batch in 16 ms, one in ten 250 ms more: about 41 ms a batch each,
+    # 14 ms for the three, against the loop's 20 ms and more), but the default queue of 2 × 3 batches, 6 steps
+    # ahead, is 120 ms: a slow batch holds the loop. Workers are not the cure, a deeper queue is.
+    slow = ("--slow-every", "10", "--slow-batch-s", "0.25")
+    first = starved(run(tmp_path, "shallow", 3, *slow, item_s=0.002))
+    assert first is not None
+    assert "num_workers" not in first["suggest"], first
+    assert first["evidence"]["worker_batch_p95_s"] >= 0.25
+    # S / (workers × C): 266 ms over 3 × 20 ms and more, so 5 at most, and more than the default 2.
+    depth = first["suggest"]["prefetch_factor"]
+    assert 3 <= depth <= 5, first
+
+    second = starved(run(tmp_path, "deep", 3, *slow, "--prefetch", str(depth), item_s=0.002))
+
+    assert second is None or not {"num_workers", "prefetch_factor"} & set(second["suggest"]), second

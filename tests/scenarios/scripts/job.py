@@ -34,8 +34,19 @@ def spin(cpu_s: float) -> None:
 
 
 class Samples(Dataset):
-    def __init__(self, size: int, shape: tuple[int, ...], sleep_s: float, cpu_s: float, objects: int) -> None:
+    def __init__(
+        self,
+        size: int,
+        shape: tuple[int, ...],
+        sleep_s: float,
+        cpu_s: float,
+        objects: int,
+        slow: tuple[int, int, float] = (1, 0, 0.0),
+    ) -> None:
         self.size, self.shape, self.sleep_s, self.cpu_s = size, shape, sleep_s, cpu_s
+        # (batch size, every how many batches, seconds): the first sample of every such batch sleeps that long more,
+        # as a batch whose files sit on a slower disk or miss the page cache.
+        self.batch_size, self.slow_every, self.slow_s = slow
         # Python objects that a worker copies page by page as it touches their reference counts.
         self.objects = [[i] for i in range(objects)]
 
@@ -45,6 +56,8 @@ class Samples(Dataset):
     def __getitem__(self, i: int) -> torch.Tensor:
         if self.sleep_s:
             time.sleep(self.sleep_s)
+        if self.slow_every and i % (self.batch_size * self.slow_every) == 0:
+            time.sleep(self.slow_s)
         if self.cpu_s:
             spin(self.cpu_s)
         if self.objects:
@@ -71,6 +84,9 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--epoch-batches", type=int, default=100)
     parser.add_argument("--persistent", action="store_true")
+    parser.add_argument("--prefetch", type=int, default=None, help="the DataLoader's prefetch_factor")
+    parser.add_argument("--slow-every", type=int, default=0, help="one batch in this many is slow")
+    parser.add_argument("--slow-batch-s", type=float, default=0.0, help="what a slow batch sleeps more")
     parser.add_argument("--pin-memory", action="store_true")
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--rows", type=int, default=0, help="samples of ROWS x WIDTH instead of WIDTH")
@@ -98,9 +114,11 @@ def main() -> int:
             args.item_sleep_s,
             args.item_cpu_s,
             args.objects,
+            (args.batch_size, args.slow_every, args.slow_batch_s),
         ),
         batch_size=args.batch_size,
         num_workers=args.workers,
+        prefetch_factor=args.prefetch if args.workers else None,
         persistent_workers=args.persistent and args.workers > 0,
         pin_memory=args.pin_memory,
         worker_init_fn=functools.partial(worker_init, args.cuda_in_worker, args.worker_init_s),
