@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.estimate.defaults import (
     CUDA_CONTEXT_BYTES,
@@ -24,6 +24,10 @@ from gputop.estimate.parts import BatchEstimate
 from gputop.estimate.progress import Phase, Progress
 from gputop.estimate.report import Report, Settings
 from gputop.estimate.search import largest_fitting
+
+if TYPE_CHECKING:
+    from gputop.estimate.session import Session
+    from gputop.gpu_peaks import GpuPeak
 
 
 def estimate(
@@ -122,6 +126,25 @@ def estimate(
         gpus=gpus,
     )
     session = Session(factory, name, specs, settings, step)
+    try:
+        return _report(session, name, settings, batch_sizes, memory_bytes, layers, gpu, precision, progress)
+    finally:
+        session.close()
+
+
+def _report(
+    session: Session,
+    name: str,
+    settings: Settings,
+    batch_sizes: Sequence[int],
+    memory_bytes: int | None,
+    layers: bool,
+    gpu: GpuPeak | None,
+    precision: Precision,
+    progress: Callable[[Progress], None] | None,
+) -> Report:
+    """The estimate's report from ``session``: the batch sizes asked for, the largest that fits, the layer table and
+    the step's FLOPs."""
     done: dict[int, BatchEstimate] = {}
     latest: BatchEstimate | None = None
 

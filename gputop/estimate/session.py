@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -19,6 +19,9 @@ from gputop.estimate.inputs import InputSpec
 from gputop.estimate.parts import BatchEstimate, Parts
 from gputop.estimate.report import Settings, fits
 from gputop.estimate.tracker import MemoryTracker
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
 
 TRAINING_STEPS = 2
 
@@ -45,7 +48,29 @@ class Session:
         self.settings = settings
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         shard = settings.shard
-        mesh = sharding.fake_group(settings.gpus) if shard in sharding.FULLY_SHARDED else None
+        mesh, self._made_group = (
+            sharding.fake_group(settings.gpus) if shard in sharding.FULLY_SHARDED else (None, False)
+        )
+        try:
+            self._build(factory, name, inputs, mesh)
+        except BaseException:
+            self.close()
+            raise
+        self._inputs = inputs
+        self.device_type = "cpu" if self._first is None else self._first.device.type
+        self._step = step or training.default_step(settings.precision, self.device_type)
+        self._custom_step = step is not None
+
+    def close(self) -> None:
+        """End what the session started in the process: the fake process group of a sharded estimate."""
+        if self._made_group:
+            self._made_group = False
+            sharding.release_group()
+
+    def _build(
+        self, factory: Callable[[], Any], name: str, inputs: tuple[InputSpec, ...] | None, mesh: DeviceMesh | None
+    ) -> None:
+        settings, shard = self.settings, self.settings.shard
         # the model's own methods run here too (train(), parameters() may be overridden)
         with users_code(lambda _: f"{name} raised "):
             made = building.build(factory, self.fake_mode)
@@ -60,12 +85,8 @@ class Session:
                 if mesh is not None and shard is not None:
                     sharding.shard_model(self.model, sharding.units(self.model), shard, mesh)
             self.model.train(not settings.inference)
-            first = next(self.model.parameters(), None)
+            self._first = next(self.model.parameters(), None)
             self.parameters = sum(p.numel() for p in self.model.parameters())
-        self._inputs = inputs
-        self.device_type = "cpu" if first is None else first.device.type
-        self._step = step or training.default_step(settings.precision, self.device_type)
-        self._custom_step = step is not None
 
     def batch(self, batch_size: int) -> training.Batch:
         """One batch of ``batch_size`` (call under the fake mode)."""

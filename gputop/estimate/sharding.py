@@ -32,13 +32,15 @@ if TYPE_CHECKING:
 FULLY_SHARDED: tuple[Shard, ...] = ("fsdp", "zero2", "zero3")
 
 
-def fake_group(gpus: int) -> DeviceMesh:
+def fake_group(gpus: int) -> tuple[DeviceMesh, bool]:
     """A device mesh of ``gpus`` CPU ranks over torch's fake process group, this process rank 0 (made outside the
-    fake mode: the mesh reads its ranks from real tensors). ``EstimateError`` where the process has a real group."""
+    fake mode: the mesh reads its ranks from real tensors), and whether the group was made here (then
+    ``release_group`` ends it). ``EstimateError`` where the process has a real group."""
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
+    made = False
     if dist.is_initialized():
         if dist.get_backend() != "fake":
             raise EstimateError("a sharded estimate needs a process without torch.distributed already initialised")
@@ -46,7 +48,17 @@ def fake_group(gpus: int) -> DeviceMesh:
             dist.destroy_process_group()
     if not dist.is_initialized():
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=gpus)
-    return init_device_mesh("cpu", (gpus,))
+        made = True
+    return init_device_mesh("cpu", (gpus,)), made
+
+
+def release_group() -> None:
+    """End the fake process group ``fake_group`` made, so that the process the estimate ran in (a notebook, a
+    launcher script) can start its own ``torch.distributed`` afterwards."""
+    import torch.distributed as dist
+
+    if dist.is_initialized() and dist.get_backend() == "fake":
+        dist.destroy_process_group()
 
 
 def units(model: torch.nn.Module) -> list[torch.nn.Module]:

@@ -56,6 +56,11 @@ def test_the_estimate_is_within_10_percent_of_the_real_run(estimated, measured, 
     assert abs(peak(estimated, shard) - real) <= 0.10 * real, measured[shard]
 
 
+def test_a_sharded_estimate_leaves_no_process_group_behind(estimated):
+    # A notebook or a launcher that estimates first and then starts torch.distributed itself must be able to.
+    assert estimated["left initialised"] == []
+
+
 def test_fsdp_holds_half_the_weights_on_each_of_two_gpus(estimated):
     assert at_peak(estimated, "fsdp")["weights"] == FULL // 2
 
