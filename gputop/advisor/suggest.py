@@ -64,10 +64,12 @@ def prefetch_needed(slow_s: float, workers: int, wait_share: float, steps_per_s:
     """The ``prefetch_factor`` whose queue covers the slow batches: batches come back in the order asked, and each
     is asked for ``prefetch_factor`` × workers batches before the loop needs it, that many times C, the loop's own
     work per step, ahead; a batch that takes S (``worker_batch_p95_s``, timed in the worker) is there in time when
-    ``prefetch_factor`` ≥ S / (workers × C). S and C do not change with the queue's depth, so at the value this
-    gives, it gives the same value again."""
+    ``prefetch_factor`` ≥ S / (workers × C). That with ``WORKER_MARGIN`` headroom, as the workers' count: a slow
+    batch can start behind the batches already queued to its worker, and C, timed on the host's clock, moves by
+    more than a quarter between two runs on a busy host (one CI run told 3 at 2, then 4 at 3). S and C do not change
+    with the queue's depth, so at the value this gives, it gives the same value again."""
     compute_s = loop_work_s(wait_share, steps_per_s)
-    return max(1, math.ceil(round(slow_s / (max(1, workers) * compute_s), 6)))
+    return max(1, math.ceil(round(slow_s * th.WORKER_MARGIN / (max(1, workers) * compute_s), 6)))
 
 
 def with_headroom(workers: float) -> int:

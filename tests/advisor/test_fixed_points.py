@@ -361,28 +361,30 @@ def test_a_queue_too_short_for_the_slow_batches_gets_the_prefetch_factor_that_co
     found = data_starved(queued(2), CONFIG)
 
     assert found is not None
-    assert found.suggest == {"prefetch_factor": 3}  # 300 / (5 × 20.5) = 2.9
-    assert found.action.startswith("Set prefetch_factor=3 (2 now). More workers would not help")
+    assert found.suggest == {"prefetch_factor": 4}  # 300 × 1.25 headroom / (5 × 20.5) = 3.7
+    assert found.action.startswith("Set prefetch_factor=4 (2 now). More workers would not help")
     assert "the slowest 5% of batches take 300 ms in a worker" in found.action
     assert found.evidence["worker_batch_p95_s"] == 0.3
     # torch's default is 2 where the DataLoader sets none.
-    assert suggested_prefetch(None) == 3
+    assert suggested_prefetch(None) == 4
 
 
 def test_at_the_prefetch_factor_suggested_no_further_one_is_asked_for():
     told = suggested_prefetch(2)
-    assert told == 3
+    assert told == 4
     found = data_starved(queued(told), CONFIG)
 
     assert found is not None and found.suggest == {}
     assert "which covers the slow ones" in found.action
     assert "neither the workers' number nor the queue's depth" in found.action
-    # The slow batches measured a fifth slower at the new depth (the noise of a percentile) ask for nothing either.
+    # The slow batches measured a fifth slower at the new depth (the noise of a percentile) ask for nothing either,
+    # nor a third slower (the loop's own work measured that much shorter, as between two runs on a busy host).
     assert suggested_prefetch(told, slow_s=0.360) is None
+    assert suggested_prefetch(told, slow_s=0.400) is None
 
 
 def test_slow_batches_beyond_the_noise_of_what_the_queue_covers_ask_for_a_deeper_one():
-    assert suggested_prefetch(3, slow_s=0.400) == 4  # 400 ms against 307 ms covered: beyond a quarter
+    assert suggested_prefetch(4, slow_s=0.600) == 8  # 600 ms against 410 ms covered: beyond a quarter
 
 
 def test_without_the_slow_batches_timed_no_prefetch_factor_is_computed():
@@ -397,10 +399,10 @@ def test_the_prefetch_factor_told_stays_one_value_while_the_slow_batches_move_wi
     told = []
     for n in range(80):
         t = n * 0.5
-        slow_s = 0.300 if t < 10 else 0.330  # 330 / 102.5 = 3.2: 4 computed anew, within a quarter of 3
+        slow_s = 0.300 if t < 10 else 0.330  # 330 × 1.25 / 102.5 = 4.02: 5 computed anew, within a quarter of 4
         made = loader(wait=0.18, steps=40.0, workers=5, worker_batch_s=0.068, worker_batch_p95_s=slow_s, prefetch=2)
         training = view(made, workers(5), usable=8)
         found = advisor.update(snapshot(1_700_000_000 + t, training, (gpu(busy=40.0),), (row(),)))
         told += [a.suggest.get("prefetch_factor") for a in found if a.id == "data-starved"]
 
-    assert told and set(told) == {3}
+    assert told and set(told) == {4}

@@ -57,9 +57,11 @@ def test_the_prefetch_factor_suggested_once_is_the_depth_asked_for_at_that_depth
     assert first is not None
     assert "num_workers" not in first["suggest"], first
     assert first["evidence"]["worker_batch_p95_s"] >= 0.25
-    # S / (workers × C): 266 ms over 3 × 20 ms and more, so 5 at most, and more than the default 2.
+    # S × 1.25 / (workers × C): 266 ms with its headroom over 3 × 20 ms and more, so 6 at most, and more than the
+    # default 2. A busy CI run measured C longer in the first run than in the second: told 3 without the headroom,
+    # then 4 at 3.
     depth = first["suggest"]["prefetch_factor"]
-    assert 3 <= depth <= 5, first
+    assert 3 <= depth <= 6, first
 
     second = starved(run(tmp_path, "deep", 3, *slow, "--prefetch", str(depth), item_s=0.002))
 
