@@ -127,7 +127,7 @@ def estimate(
     )
     session = Session(factory, name, specs, settings, step)
     try:
-        return _report(session, name, settings, batch_sizes, memory_bytes, layers, gpu, precision, progress)
+        return _report(session, name, settings, batch_sizes, memory_bytes, layers, gpu, progress)
     finally:
         session.close()
 
@@ -140,7 +140,6 @@ def _report(
     memory_bytes: int | None,
     layers: bool,
     gpu: GpuPeak | None,
-    precision: Precision,
     progress: Callable[[Progress], None] | None,
 ) -> Report:
     """The estimate's report from ``session``: the batch sizes asked for, the largest that fits, the layer table and
@@ -172,7 +171,7 @@ def _report(
         table = layer_table(session, batch_sizes[0])
     starting("flops", batch_sizes[0])
     flops = session.flops(batch_sizes[0])
-    time = None if gpu is None else step_time(flops, gpu, precision)
+    time = None if gpu is None else step_time(flops, gpu, settings.precision)
     return Report(
         name,
         session.parameters,

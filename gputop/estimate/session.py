@@ -52,12 +52,12 @@ class Session:
             sharding.fake_group(settings.gpus) if shard in sharding.FULLY_SHARDED else (None, False)
         )
         try:
-            self._build(factory, name, inputs, mesh)
+            first = self._build(factory, name, inputs, mesh)
         except BaseException:
             self.close()
             raise
         self._inputs = inputs
-        self.device_type = "cpu" if self._first is None else self._first.device.type
+        self.device_type = "cpu" if first is None else first.device.type
         self._step = step or training.default_step(settings.precision, self.device_type)
         self._custom_step = step is not None
 
@@ -69,7 +69,8 @@ class Session:
 
     def _build(
         self, factory: Callable[[], Any], name: str, inputs: tuple[InputSpec, ...] | None, mesh: DeviceMesh | None
-    ) -> None:
+    ) -> torch.nn.Parameter | None:
+        """Build the model under the fake mode, as the settings ask; its first parameter (None without any)."""
         settings, shard = self.settings, self.settings.shard
         # the model's own methods run here too (train(), parameters() may be overridden)
         with users_code(lambda _: f"{name} raised "):
@@ -85,8 +86,9 @@ class Session:
                 if mesh is not None and shard is not None:
                     sharding.shard_model(self.model, sharding.units(self.model), shard, mesh)
             self.model.train(not settings.inference)
-            self._first = next(self.model.parameters(), None)
+            first = next(self.model.parameters(), None)
             self.parameters = sum(p.numel() for p in self.model.parameters())
+        return first
 
     def batch(self, batch_size: int) -> training.Batch:
         """One batch of ``batch_size`` (call under the fake mode)."""
