@@ -63,8 +63,11 @@ class StepWindow:
                 self.pending.append(record)
             self.window.append(record)
         self._read_events(tracker, now)
-        while self.window and (self.window[0].end < now - WINDOW_S or len(self.window) > MAX_WINDOW_STEPS):
-            self.window.popleft()
+        # Kept: the steps of the ``WINDOW_S`` before the last one ended, which a final report looks back on
+        # however long the job went on after its loop; a live report takes those of the last WINDOW_S from now.
+        window = self.window
+        while window and (window[0].end < window[-1].end - WINDOW_S or len(window) > MAX_WINDOW_STEPS):
+            window.popleft()
 
     def _steady(self, record: StepRecord) -> None:
         if self.baseline_median is not None:
@@ -91,14 +94,20 @@ class StepWindow:
             elif now - record.end <= PENDING_MAX_S:
                 self.pending.append(record)
 
-    def report(self, tracker: StepTracker, now: float, extra: dict[str, Any]) -> dict[str, Any] | None:
+    def report(
+        self, tracker: StepTracker, now: float, extra: dict[str, Any], final: bool = False
+    ) -> dict[str, Any] | None:
         """The ``"step"`` object; None before the first step was found. ``extra`` holds the syncs' and FLOPs'
-        fields and their reasons (``unavailable``), from their own readers."""
+        fields and their reasons (``unavailable``), from their own readers. A live report covers the steps that
+        ended in the last ``WINDOW_S``; a ``final`` one (at exit) those of the ``WINDOW_S`` before the last step
+        ended, so that what the job did after its loop leaves its steps in the report."""
         if tracker.boundary is None:
             return None
         self.take(tracker, now)
         unavailable: dict[str, str] = dict(extra.pop("unavailable", {}))
-        lengths = sorted(record.step_s for record in self.window)
+        since = (self.window[-1].end if final and self.window else now) - WINDOW_S
+        window = [record for record in self.window if record.end >= since]
+        lengths = sorted(record.step_s for record in window)
         part: dict[str, Any] = {
             "boundary": tracker.boundary,
             "clock": "cuda" if tracker.events is not None else "host",
@@ -123,12 +132,14 @@ class StepWindow:
                 "warming up" if self.steps <= WARMUP_STEPS else f"no step ended in the last {WINDOW_S:g} s"
             )
         else:
-            self._timing(part, lengths, unavailable)
+            self._timing(part, window, lengths, unavailable)
         part.update(extra)
         part["unavailable"] = unavailable
         return part
 
-    def _timing(self, part: dict[str, Any], lengths: list[float], unavailable: dict[str, str]) -> None:
+    def _timing(
+        self, part: dict[str, Any], window: list[StepRecord], lengths: list[float], unavailable: dict[str, str]
+    ) -> None:
         total_s = sum(lengths)
         mean_s = total_s / len(lengths)
         median_s = statistics.median(lengths)
@@ -137,7 +148,7 @@ class StepWindow:
         part["step_p95_s"] = percentile(lengths, 0.95)
         if total_s > 0:
             part["steps_per_s"] = len(lengths) / total_s
-            samples = [record.samples for record in self.window]
+            samples = [record.samples for record in window]
             if all(count is not None for count in samples):
                 part["samples_per_s"] = sum(count or 0 for count in samples) / total_s
             else:
@@ -146,7 +157,7 @@ class StepWindow:
             part["drift"] = median_s / self.baseline_median
         else:
             unavailable["drift"] = f"the first {WINDOW_S:g} s of steady steps are still running"
-        sampled = [record for record in self.window if record.seconds is not None]
+        sampled = [record for record in window if record.seconds is not None]
         sums = [sum(record.seconds[i] for record in sampled if record.seconds) for i in range(len(PHASE_NAMES))]
         timed = sum(sums)
         if timed > 0:

@@ -148,6 +148,7 @@ def _wrap_next(original: Callable[[Any], Any], probe: Probe) -> Callable[[Any], 
             data = original(self)
         except BaseException:
             track.waiting_since = None
+            track.passes_ended_at = start  # the end of the loop's last step: a final report's window ends here
             raise
         end = clock()
         track.wait_s += end - start

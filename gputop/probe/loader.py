@@ -52,6 +52,7 @@ class LoaderTrack:
         "pass_start_wait_s",
         "pass_started",
         "passes",
+        "passes_ended_at",
         "requested",
         "wait_s",
         "waiting_since",
@@ -74,6 +75,9 @@ class LoaderTrack:
         self.pass_started: float | None = None
         self.pass_start_s: float | None = None
         self.pass_start_wait_s = 0.0
+        # When the loop last asked for a batch that never came (the pass ended, or the loader failed): the end
+        # of the loop's last step with this loader, where a final report's window ends (``report``).
+        self.passes_ended_at: float | None = None
         # The workers' shared array of seconds and batches (``worker_clock``), and what the arrays of earlier
         # iterators (epochs without persistent workers) held.
         self.clock: Any = None
@@ -104,17 +108,24 @@ class LoaderTrack:
         self.clock_before = self.workers_time()
         self.clock = array
 
-    def report(self, now: float) -> dict[str, Any]:
-        """This loader's part of the report; ``now`` is on the batch clock (``time.perf_counter``)."""
+    def report(self, now: float, final: bool = False) -> dict[str, Any]:
+        """This loader's part of the report; ``now`` is on the batch clock (``time.perf_counter``).
+
+        A live report's window is the last ``WINDOW_S`` up to now. A ``final`` one (written at the job's exit)
+        ends where the loop's last pass did, when one ended after the last batch and no wait is under way: what
+        the job did after its loop (its workers' shutdown, a checkpoint saved, the interpreter's exit) is no
+        part of how the loader ran, and would read as steps without a wait."""
         iterator = self.iterator_ref() if self.iterator_ref is not None else None
         loader = self.loader_ref()
         if iterator is not None and loader is not None:
             self.effective = effective_config(loader, iterator)  # kept for when the iterator is gone
         current = self.totals(now)
-        while len(self.history) > 1 and self.history[1][0] <= now - WINDOW_S:
-            self.history.popleft()
-        stats = window_stats(self.history[0], current)
-        self.history.append(current)
+        ended = self.passes_ended_at
+        if ended is not None and (self.waiting_since is not None or (self.last_end or 0.0) > ended):
+            ended = None  # a pass under way since: the loader is live, and its window runs to now
+        end = ended if final and ended is not None else now
+        stats = window_stats(self._window_start(end), (end, *current[1:]))
+        self._keep(current, now if ended is None else ended)
         waiting_since = self.waiting_since
         batch_size = (self.effective or self.requested).get("batch_size")
         steps_per_s = stats["steps_per_s"]
@@ -132,6 +143,34 @@ class LoaderTrack:
             "pass_start_s": self.pass_start_s,
             "created_at": self.created_at,
         }
+
+    def _window_start(self, end: float) -> Totals:
+        """The totals at the start of the window that ends at ``end``: the newest sample from ``WINDOW_S``
+        before it or earlier, else the loader's start. When the sample after it holds the same totals (``_keep``
+        keeps only two of a quiet stretch), the start moves up to ``end - WINDOW_S``: nothing changed between."""
+        cut = end - WINDOW_S
+        history = self.history
+        for i in range(len(history) - 1, -1, -1):
+            if history[i][0] <= cut:
+                start = history[i]
+                if i + 1 < len(history) and history[i + 1][1:] == start[1:]:
+                    return (cut, *start[1:])
+                return start
+        return history[0]
+
+    def _keep(self, current: Totals, active_until: float) -> None:
+        """Add ``current`` to the samples, dropping those no window ending at ``active_until`` or later needs.
+
+        Samples are kept from ``WINDOW_S`` before the loader's last pass ended (or now, while it runs), so that
+        a final report can still look back from that end. A quiet stretch, where the totals do not change, keeps
+        its first and its latest sample only: a loader idle for hours holds two samples for it, not thousands."""
+        history = self.history
+        while len(history) > 1 and history[1][0] <= active_until - WINDOW_S:
+            history.popleft()
+        if len(history) >= 2 and history[-1][1:] == current[1:] == history[-2][1:]:
+            history[-1] = current
+        else:
+            history.append(current)
 
     def start_pass(self, now: float) -> None:
         """A new pass (epoch) begins: its iterator was created, or a persistent one was reset."""

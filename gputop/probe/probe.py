@@ -206,7 +206,9 @@ class Probe:
 
     # -- the writer ---------------------------------------------------------------------------------------------
 
-    def report(self) -> dict[str, Any]:
+    def report(self, final: bool = False) -> dict[str, Any]:
+        """The report as of now; ``final`` for the last one, written at exit, whose windows end where the job's
+        loop last ran (``LoaderTrack.report``, ``StepWindow.report``) rather than at its exit."""
         now = time.perf_counter()
         with self._lock:
             for key in [k for k, t in self._tracks.items() if not t.active(now)]:
@@ -215,7 +217,7 @@ class Probe:
         loaders = []
         for track in tracks:
             try:
-                loaders.append(track.report(now))
+                loaders.append(track.report(now, final))
             except Exception as exc:
                 self.failed(f"loader {track.loader_id}", exc)
         torch = sys.modules.get("torch")
@@ -242,20 +244,21 @@ class Probe:
             **self._precision.report(),
             "parameter_dtypes": self._tensors.dtypes,
             **self._tensors.report(now),
-            "step": self._step_report(now),
+            "step": self._step_report(now, final),
         }
 
-    def _step_report(self, now: float) -> dict[str, Any] | None:
+    def _step_report(self, now: float, final: bool) -> dict[str, Any] | None:
         try:
             syncs, flops = self._syncs.report(), self._flops.report()
             extra = {**syncs, **flops, "unavailable": {**syncs["unavailable"], **flops["unavailable"]}}
-            return self._window.report(self.steps, now, extra)
+            return self._window.report(self.steps, now, extra, final)
         except Exception as exc:
             self.failed("step report", exc)
             return None
 
-    def write(self) -> bool:
-        """Write one report now; False (and a counted failure) when it could not be written."""
+    def write(self, final: bool = False) -> bool:
+        """Write one report now (``final``: the last, at exit); False (and a counted failure) when it could not be
+        written."""
         # One write at a time, the writer thread's and the one at exit: they share a temporary file name. A write
         # stuck for a second (a hung file system) is not waited for longer, so that the job's exit never hangs.
         if not self._write_lock.acquire(timeout=1.0):
@@ -268,7 +271,7 @@ class Probe:
                     raise PermissionError(problem)
                 channel.remove_dead_reports(self.directory)
                 self._dir_ready = True
-            data = json.dumps(self.report(), separators=(",", ":"), allow_nan=False).encode()
+            data = json.dumps(self.report(final), separators=(",", ":"), allow_nan=False).encode()
             channel.write_report(self.directory, self.pid, data)
             return True
         except Exception as exc:
@@ -283,7 +286,7 @@ class Probe:
             return
         self._stop.set()
         self._writer.join(timeout=1.0)
-        self.write()
+        self.write(final=True)
 
     def _start_writer(self) -> None:
         with self._lock:

@@ -124,6 +124,19 @@ def test_no_step_in_the_window_leaves_the_timing_null_with_the_reason():
     assert part["unavailable"]["step_s"] == "no step ended in the last 10 s"
 
 
+def test_the_final_report_looks_back_from_the_last_step_however_long_the_job_went_on_after_it():
+    """A job that saves a checkpoint for a minute after its loop: its last report, at exit, still has its steps."""
+    tracker, window = window_of([record(0, 1)] * anatomy.WARMUP_STEPS + [record(i, 0.5) for i in range(1, 21)])
+    extra = {**NO_EXTRA, "flops_source": None}
+
+    live = window.report(tracker, 80.0, dict(extra))
+    final = window.report(tracker, 80.0, dict(extra), final=True)
+
+    assert live is not None and final is not None
+    assert live["step_s"] is None  # nothing ended in the last 10 s: true of the job as it is now
+    assert (final["window_steps"], final["step_s"]) == (11, 0.5)  # the steps that ended from t=10 to t=20
+
+
 def test_the_step_object_has_exactly_the_contracts_fields_and_is_finite_json():
     part = report([record(i, 1) for i in range(1, 9)], now=9)
 

@@ -148,6 +148,54 @@ def test_a_wait_in_progress_counts_as_waiting():
     assert stats["steps_per_s"] == 0.0
 
 
+def ran(track: LoaderTrack, start: float, batches: int, wait_s: float, step_s: float) -> float:
+    """``track`` through a pass of ``batches`` batches from ``start``, each waited for ``wait_s`` then worked on
+    for ``step_s``, reported about each second as the writer does; the time the pass ended."""
+    now, due = start, start + 1.0
+    for _ in range(batches):
+        now += wait_s + step_s
+        track.wait_s += wait_s
+        track.count += 1
+        track.last_end = now - step_s
+        if due <= now:  # the writer's report, at the end of a step (where the totals are those of ``now``)
+            track.report(now)
+            due += 1.0
+    track.passes_ended_at = now
+    return now
+
+
+def test_the_final_report_ends_its_window_where_the_loop_ended_not_at_the_exit():
+    """At exit the workers have been shut down, a checkpoint saved: none of that is the loader's time."""
+    track = LoaderTrack(1, object.__new__(type("Loader", (), {})), now=0.0)
+    ended = ran(track, 0.0, batches=200, wait_s=0.09, step_s=0.01)
+    for second in range(21, 81):  # a minute after the loop: live reports on each second
+        quiet = track.report(float(second))
+
+    final = track.report(80.5, final=True)
+
+    assert (quiet["steps_per_s"], quiet["data_wait_share"], quiet["window_s"]) == (0.0, 0.0, 10.0)
+    assert 10.0 <= final["window_s"] <= 11.0  # from the newest sample 10 s or more before the loop's end
+    assert final["data_wait_share"] == pytest.approx(0.9, rel=1e-6)
+    assert final["steps_per_s"] == pytest.approx(10.0, rel=1e-6)
+    assert final["last_batch_age_s"] == pytest.approx(80.5 - ended + 0.01)
+    assert len(track.history) <= 14  # the quiet minute kept as its first and its latest sample
+
+
+def test_a_pass_under_way_makes_the_final_report_end_at_exit():
+    def killed_while_waiting() -> LoaderTrack:
+        track = LoaderTrack(1, object.__new__(type("Loader", (), {})), now=0.0)
+        ran(track, 0.0, batches=50, wait_s=0.09, step_s=0.01)  # an epoch, ended at t=5
+        ended = ran(track, 5.0, batches=40, wait_s=0.09, step_s=0.01)  # the next, whose end never came
+        track.passes_ended_at = 5.0
+        track.waiting_since = ended  # waiting from t=9 until the exit at t=12
+        return track
+
+    final = killed_while_waiting().report(12.0, final=True)
+
+    assert final == killed_while_waiting().report(12.0)  # the window of a live report at the same time
+    assert final["data_wait_share"] > 0.9  # three seconds of waiting at the end, counted
+
+
 def test_an_idle_loader_neither_waits_nor_steps():
     stats = window_stats((0.0, 7, 1.5, 0.0, 0.0, 0, NO_COUNTS), (10.0, 7, 1.5, 0.0, 0.0, 0, NO_COUNTS))
 
@@ -221,7 +269,8 @@ def test_persistent_iterators_count_each_pass(probe_dir):
 
 
 def test_slow_workers_show_as_a_high_data_wait_share(probe_dir):
-    _, report = run_job(probe_dir, "--workers", "1", "--item-s", "0.01", "--batches", "15")
+    # The job goes on 1.5 s after its loop: its last report still describes the loop, not its exit.
+    _, report = run_job(probe_dir, "--workers", "1", "--item-s", "0.01", "--batches", "15", "--after-s", "1.5")
 
     loader = report["loaders"][0]
     assert loader["data_wait_share"] > 0.7

@@ -43,6 +43,7 @@ def main() -> int:
     parser.add_argument("--step-s", type=float, default=0.0, help="seconds the loop spends per batch")
     parser.add_argument("--fail-at", type=int, default=None, help="this sample raises ValueError")
     parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--after-s", type=float, default=0.0, help="seconds spent after the loop (a checkpoint)")
     parser.add_argument("--optimizer", default=None, help="train MODEL with this torch.optim class (Adam, SGD...)")
     args = parser.parse_args()
     model = torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))  # MODEL
@@ -77,6 +78,7 @@ def main() -> int:
     except ValueError as exc:
         print(f"ValueError: {exc}", flush=True)
         return 7
+    time.sleep(args.after_s)
     print(f"done {epoch} epochs", flush=True)
     return args.exit_code
 
