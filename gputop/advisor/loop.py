@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gputop.advisor.readers import (
     DATA_WAIT_SHARE,
+    HOST_CPU,
     MAIN_THREAD_BUSY,
     MAIN_THREAD_RUNNING,
     WORKER_USS,
@@ -25,6 +26,10 @@ class WorkerActivity:
     ``busy_share`` is the share of (sample, worker) readings in which a worker was on a CPU or waiting for one
     (state R, or 50 % of a core or more): a CPU-bound worker stays runnable even when other processes leave it
     little CPU, where its CPU % alone would make it look idle. ``disk_share`` is the share in disk sleep (D).
+    ``cpu_cores`` is what the workers used together, from their CPU time (an integral, where a state is a point
+    sample: a worker on a CPU a fifth of the time is read runnable in half of six readings one window in
+    ten); ``host_cpu_percent`` is how busy the host's CPUs were, which tells whether a runnable worker could
+    have had a CPU.
     """
 
     count: int
@@ -32,6 +37,7 @@ class WorkerActivity:
     disk_share: float
     cpu_cores: float | None
     uss_bytes_per_worker: float | None
+    host_cpu_percent: float | None = None
 
 
 def worker_activity(window: JobWindow) -> WorkerActivity | None:
@@ -67,6 +73,7 @@ def _worker_activity(window: JobWindow) -> WorkerActivity | None:
         disk_share=disk / readings,
         cpu_cores=None if cpu is None else cpu / 100,
         uss_bytes_per_worker=uss,
+        host_cpu_percent=window.median(HOST_CPU),
     )
 
 

@@ -229,8 +229,17 @@ def smaller_batch(
 
 
 def worker_bottleneck(activity: WorkerActivity) -> str:
-    """CPU-bound, waiting on the storage, or waiting on other I/O (a network, a sleep, a remote store)."""
-    if activity.busy_share >= th.WORKER_BUSY_SHARE:
+    """CPU-bound, waiting on the storage, or waiting on other I/O (a network, a sleep, a remote store).
+
+    Workers are CPU-bound when each uses half a core or more, measured from their CPU time; or when they are
+    runnable in half their readings, unless the host had CPUs to spare (then a runnable worker would have run,
+    and its CPU time, under half a core, says what the readings, a few point samples, only guessed)."""
+    per_worker = activity.cpu_cores / activity.count if activity.cpu_cores is not None and activity.count else None
+    if per_worker is not None and per_worker >= th.WORKER_BUSY_SHARE:
+        return CPU
+    host = activity.host_cpu_percent
+    room = per_worker is not None and host is not None and host < th.HOST_CPU_SATURATED_PERCENT
+    if activity.busy_share >= th.WORKER_BUSY_SHARE and not room:
         return CPU
     if activity.disk_share >= th.WORKER_DISK_SHARE:
         return STORAGE

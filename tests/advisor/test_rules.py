@@ -155,6 +155,28 @@ def test_data_starved_on_cpu_gives_the_workers_the_core_a_main_process_that_most
     assert busy_main.suggest == {}
 
 
+def test_a_worker_read_runnable_by_chance_on_a_host_with_room_is_judged_by_its_cpu_time():
+    # A worker that sleeps 1.5 ms and computes 0.25 ms a sample uses 0.2 of a core: seven readings a window, one
+    # window in ten had it runnable in half of them, and it was called CPU-bound and capped at the cores.
+    def one_worker(host_percent: float):
+        training = view(loader(wait=0.8, workers=1), workers(1, cpu=20.0, status="running"), usable=2)
+        machine = host(cpu_percent=host_percent, cores=2)
+        return window(lambda t: sample(t, training, gpus=(gpu(busy=30),), machine=machine, process_cpu=10.0))
+
+    with_room = data_starved(one_worker(40.0), CONFIG)
+    saturated = data_starved(one_worker(100.0), CONFIG)  # runnable for want of a CPU: CPU-bound, as before
+
+    assert with_room.evidence["bottleneck"] == "io" and with_room.suggest["num_workers"] > 2
+    assert saturated.evidence["bottleneck"] == "cpu" and saturated.suggest.get("num_workers", 1) <= 2
+
+
+def test_a_worker_on_a_cpu_most_of_the_time_is_cpu_bound_however_its_readings_fell():
+    training = view(loader(wait=0.8, workers=1), workers(1, cpu=90.0, status="sleeping"), usable=2)
+    finding = data_starved(window(lambda t: sample(t, training, gpus=(gpu(busy=30),), machine=host(cores=2))), CONFIG)
+
+    assert finding.evidence["bottleneck"] == "cpu"
+
+
 def test_data_starved_with_saturated_cpu_workers_says_more_cannot_help():
     finding = data_starved(starved(wait=0.5, nw=3, status="running", cpu=99.0, cores=4), CONFIG)
 
