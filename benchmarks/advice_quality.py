@@ -8,7 +8,12 @@ training step that sleeps ``--step-ms`` (the loop waiting for the GPU) after a s
 Throughput is samples per second over ``--batches`` batches after the workers are up; rounds sweep every count in
 turn and each count's median is kept (drifting load on a shared machine hits all counts alike). The suggestion
 comes from ``gputop run --headless --report-json`` on the job with ``num_workers=1``; it passes when its throughput
-is at least 95 % of the sweep's best and a second run at the suggested count brings no other count.
+is at least 95 % of the best count's and a second run at the suggested count brings no other count.
+
+The sweep picks the best count, and new rounds of that count and the suggested one, alternating, measure the two
+side by side: the highest of a dozen noisy medians is itself a high draw (on a flat top of 5 to 12 workers one
+count reads 4 % above its neighbours by chance), and judged against that draw a count on the same top would fail
+on the noise alone.
 
 usage: python benchmarks/advice_quality.py [--pipeline io|cpu|mixed|all] [--batches 150] [--rounds 3] [--window 5]
 Prints each sweep as a Markdown table (docs/benchmarks.md) and exits 1 if a suggestion misses the target.
@@ -140,6 +145,7 @@ def bench(pipe: Pipeline, args: argparse.Namespace) -> bool:
     rounds = [{n: throughput(n, pipe, args) for n in counts} for _ in range(args.rounds)]
     sweep = {n: statistics.median(r[n] for r in rounds) for n in counts}
     best = max(sweep.values())
+    best_n = max(sweep, key=lambda n: sweep[n])
     print(f"### {pipe.what}, batch {args.batch_size}, step {args.step_ms:g} ms asleep\n")
     print("| num_workers | samples/s | of the best |")
     print("|---:|---:|---:|")
@@ -157,14 +163,27 @@ def bench(pipe: Pipeline, args: argparse.Namespace) -> bool:
         return False
     again = advised(pipe, suggested, args)
     other = again.get("suggest", {}).get("num_workers")
-    share = sweep[suggested] / best
+    share = side_by_side(pipe, args, suggested, best_n)
     ok = share >= TARGET and other is None
     print(
-        f"suggested num_workers={suggested}: {share:.0%} of the best ({TARGET:.0%} needed); at {suggested} the "
-        f"advisor asks for {'no other count' if other is None else f'num_workers={other}'}: "
+        f"suggested num_workers={suggested}: {sweep[suggested] / best:.1%} of the sweep's best ({best_n}); "
+        f"side by side, {args.rounds} new rounds: {share:.1%} of {best_n}'s ({TARGET:.0%} needed); at {suggested} "
+        f"the advisor asks for {'no other count' if other is None else f'num_workers={other}'}: "
         f"{'PASS' if ok else 'FAIL'}\n"
     )
     return ok
+
+
+def side_by_side(pipe: Pipeline, args: argparse.Namespace, suggested: int, best_n: int) -> float:
+    """The suggested count's throughput over the best count's, measured anew in alternating rounds (the order
+    swapped each round): the sweep chose the best, so its own figure for it is a high draw."""
+    if suggested == best_n:
+        return 1.0
+    rates: dict[int, list[float]] = {suggested: [], best_n: []}
+    for round_ in range(args.rounds):
+        for n in (suggested, best_n) if round_ % 2 else (best_n, suggested):
+            rates[n].append(throughput(n, pipe, args))
+    return statistics.median(rates[suggested]) / statistics.median(rates[best_n])
 
 
 def main() -> int:
