@@ -8,6 +8,7 @@ in the job it is loaded from its files as part of ``gputop_probe``, where no oth
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
@@ -19,6 +20,9 @@ RUN_ID_ENV = "GPUTOP_RUN_ID"
 """Set by ``gputop run`` for the whole job: its reports carry it, so the job's last reports can be found."""
 WRITE_INTERVAL_S = 0.5
 PID_MAX = 1 << 22
+MAX_RUN_READ_BYTES = 256 << 10
+"""A report larger than this is not read for its run id: the monitor's reader refuses it too
+(``collect.probe_reader.MAX_REPORT_BYTES``, which this module, loaded alone in the job, cannot import)."""
 """The kernel's ``PID_MAX_LIMIT``: no process has a larger PID."""
 
 
@@ -101,8 +105,10 @@ def write_report(directory: str, pid: int, data: bytes) -> None:
     os.replace(temp, report_path(directory, pid))
 
 
-def remove_dead_reports(directory: str) -> None:
-    """Delete the reports of processes that no longer exist, so a reused PID never meets an old report."""
+def remove_dead_reports(directory: str, keep_run: str | None = None) -> None:
+    """Delete the reports of processes that no longer exist, so a reused PID never meets an old report; those that
+    carry ``keep_run`` as their run id are kept: the run is under way, and ``gputop run`` reads each of its
+    processes' last report when it ends (a rank that finished before another started writing lost its own)."""
     for name in os.listdir(directory):
         pid = report_pid(name)
         if pid is None:
@@ -110,7 +116,33 @@ def remove_dead_reports(directory: str) -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
+            path = os.path.join(directory, name)
+            if keep_run is not None and _run_of(path) == keep_run:
+                continue
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, name))
+                os.unlink(path)
         except OSError:  # alive but not ours to signal
             pass
+
+
+def _run_of(path: str) -> str | None:
+    """The run id a report carries; None for one that cannot be read, is too large, or is not a report."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_RUN_READ_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RUN_READ_BYTES:
+        return None
+    try:
+        run = json.loads(data).get("run_id")
+    except (ValueError, AttributeError):
+        return None
+    return run if isinstance(run, str) else None

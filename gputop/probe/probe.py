@@ -269,7 +269,7 @@ class Probe:
                 problem = channel.ensure_dir(self.directory)
                 if problem:
                     raise PermissionError(problem)
-                channel.remove_dead_reports(self.directory)
+                channel.remove_dead_reports(self.directory, os.environ.get(channel.RUN_ID_ENV))
                 self._dir_ready = True
             data = json.dumps(self.report(final), separators=(",", ":"), allow_nan=False).encode()
             channel.write_report(self.directory, self.pid, data)

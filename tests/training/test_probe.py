@@ -448,6 +448,24 @@ def test_the_probe_removes_reports_of_processes_that_are_gone(loader_job):
     assert os.listdir(directory) == [f"{report['pid']}.json"]
 
 
+def test_reports_of_gone_processes_of_the_run_under_way_are_kept_and_the_others_removed(tmp_path):
+    ended = [subprocess.Popen(["true"]) for _ in range(4)]
+    gone = [proc.pid for proc in ended if proc.wait() == 0]  # reaped: gone
+    mine, other, damaged, old = (tmp_path / f"{pid}.json" for pid in gone)
+    mine.write_text(json.dumps({"run_id": "run-a", "pid": gone[0]}))
+    other.write_text(json.dumps({"run_id": "run-b"}))
+    damaged.write_text('{"run_id": "run-a"')  # cut short: not a report of anybody's run
+    old.write_text(json.dumps({"run_id": None}))
+    alive = tmp_path / f"{os.getpid()}.json"
+    alive.write_text("{}")
+
+    channel.remove_dead_reports(str(tmp_path), "run-a")
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, alive.name])
+    channel.remove_dead_reports(str(tmp_path))  # at the run's end: every gone process's report goes
+    assert [p.name for p in tmp_path.iterdir()] == [alive.name]
+
+
 def test_the_report_says_how_the_training_thread_does_its_math(tensor_jobs):
     # No CUDA here, so no CUDA autocast: the probe reads it off, the precision as set, the dtypes from the step.
     job, report = tensor_jobs[TENSORS_JOB.format(optimizer="SGD", extra="", dtype="torch.float32")]

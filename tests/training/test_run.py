@@ -147,8 +147,12 @@ def test_ctrl_c_at_the_terminal_reaches_the_job_once(probe_dir):
     assert code == 41
 
 
-def test_the_probe_reaches_python_processes_below_a_shell(probe_dir):
-    script = f"{' '.join(PYTHON)} {SCRIPTS / 'train.py'} --epochs 1; :"
+def test_the_probe_reaches_python_processes_below_a_shell_and_keeps_each_ones_last_report(probe_dir):
+    # One after the other: the second starts writing once the first has exited. Its probe cleared the reports of
+    # processes that were gone, the first's with them, which the run reads at its end (a torchrun rank that
+    # finished before the other started writing was missing from the run's report).
+    train = f"{' '.join(PYTHON)} {SCRIPTS / 'train.py'}"
+    script = f"{train} --epochs 1; {train} --epochs 1 --batches 10; :"
 
     code, out, err = finish(
         gputop_run("--headless", "--report-json", "-", "--", "sh", "-c", script, probe_dir=probe_dir)
@@ -157,9 +161,7 @@ def test_the_probe_reaches_python_processes_below_a_shell(probe_dir):
     assert code == 0, err
     doc = last_json(out)
     python = [v for v in doc["training"] if v["pid"] != doc["pid"]]
-    assert len(python) == 1
-    assert python[0]["probe"]["status"] == "ok"
-    assert python[0]["probe"]["loaders"][0]["batches"] == 20
+    assert [(v["probe"]["status"], v["probe"]["loaders"][0]["batches"]) for v in python] == [("ok", 20), ("ok", 10)]
 
 
 def test_the_probe_reaches_every_torchrun_rank(probe_dir):
@@ -169,8 +171,10 @@ def test_the_probe_reaches_every_torchrun_rank(probe_dir):
     code, out, err = finish(gputop_run("--headless", "--report-json", "-", "--", *job, probe_dir=probe_dir))
 
     assert code == 0, err
-    ranks = [v["probe"] for v in last_json(out)["training"] if v["probe"]["status"] == "ok"]
-    assert sorted((p["rank"], p["world_size"]) for p in ranks) == [(0, 2), (1, 2)]
+    views = last_json(out)["training"]
+    ranks = [v["probe"] for v in views if v["probe"]["status"] == "ok"]
+    seen = [(v["pid"], v["role"], v["probe"]["status"], v["probe"].get("reason")) for v in views]
+    assert sorted((p["rank"], p["world_size"]) for p in ranks) == [(0, 2), (1, 2)], seen
     assert all(p["loaders"][0]["batches"] == 40 for p in ranks)
 
 
