@@ -320,3 +320,28 @@ def test_a_job_across_hosts_says_the_findings_the_exporters_of_its_hosts_report(
 
     assert "2 ranks on a:24400 (1), b:24400 (1)" in line.plain
     assert "findings b:24400 data-starved (warning) on 1 process" in line.plain
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("digit", ["²", "٣"], ids=["superscript", "arabic-indic"])
+def test_a_label_of_digits_in_another_script_is_not_a_number_and_the_other_hosts_are_read(digit):
+    # Python's str.isdigit() takes "²" and "٣", and int() then raises: one hostile target's labels, relayed by
+    # Prometheus, must cost only its own bad series, never the refresh of every host.
+    bad = {"instance": "evil:24400", "gpu": digit}
+    good = {"instance": "good:24400", "gpu": "0"}
+    process = {"instance": "evil:24400", "gpu": "0", "pid": digit}
+    rank = {"instance": "evil:24400", "gpu": "0", "job_id": "j", "pid": "7", "rank": digit, "world_size": "2"}
+    answers = {
+        GPUTOP_SAMPLED: [Sample({"instance": "evil:24400"}, 1.0e9), Sample({"instance": "good:24400"}, 1.0e9)],
+        "gputop_gpu_up": [Sample(bad, 1.0), Sample({**bad, "gpu": "0"}, 1.0), Sample(good, 1.0)],
+        "gputop_gpu_temperature_celsius": [Sample(bad, 55.0), Sample(good, 56.0)],
+        "gputop_process_gpu_memory_bytes": [Sample(process, 1.0e9)],
+        JOB_INFO: [Sample(rank, 1.0)],
+    }
+
+    readings, _ = read_fleet(answers)
+
+    by_name = {r.name: r.snapshot for r in readings}
+    assert [g.temperature_c for g in by_name["good:24400"].gpus] == [56.0]
+    assert [g.index for g in by_name["evil:24400"].gpus] == [0]
+    assert by_name["evil:24400"].processes == () and by_name["evil:24400"].training == ()

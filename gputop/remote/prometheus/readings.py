@@ -157,9 +157,15 @@ class _Host:
     gpus: dict[int, dict[str, object]] = field(default_factory=dict)
 
 
+def _digits(text: str, most: int) -> bool:
+    """Whether a label is a number as the exporters write one: ASCII digits, at most ``most`` of them. Python's
+    ``isdigit`` also takes ``²`` (which ``int`` then refuses) and ``٣`` (which ``int`` reads as 3)."""
+    return text.isascii() and text.isdigit() and len(text) <= most
+
+
 def _index(labels: Mapping[str, str]) -> int | None:
     text = labels.get("gpu", "")
-    return int(text) if text.isdigit() and len(text) <= 4 else None
+    return int(text) if _digits(text, 4) else None
 
 
 def _gputop_host(labels: Mapping[str, str]) -> str:
@@ -334,7 +340,7 @@ def _job_ranks(name: str, answers: Answers) -> tuple[TrainingView, ...]:
     for n, sample in enumerate(samples, start=1):
         labels = sample.labels
         job_id, pid, rank, world = (labels.get(k, "") for k in ("job_id", "pid", "rank", "world_size"))
-        if not job_id or not all(text.isdigit() and len(text) <= 9 for text in (pid or "1", rank, world or "1")):
+        if not job_id or not all(_digits(text, 9) for text in (pid or "1", rank, world or "1")):
             continue  # not as gputop writes it; world_size is empty for a job whose launcher did not say
         launch = Launch(rank=int(rank), world_size=int(world) if world else max(2, per_job[job_id]), run_id=job_id)
         views.append(TrainingView(int(pid) if pid else n, evidence=(EVIDENCE_RANK,), launch=launch))
@@ -375,7 +381,7 @@ def _processes(name: str, answers: Answers) -> tuple[GpuProcess, ...]:
     processes = []
     for sample in _by_host(answers, PROCESS_MEMORY).get(name, ())[:MAX_PROCESSES_PER_HOST]:
         index, pid = _index(sample.labels), sample.labels.get("pid", "")
-        if index is None or not pid.isdigit() or len(pid) > 10 or sample.value < 0:
+        if index is None or not _digits(pid, 10) or sample.value < 0:
             continue
         share = sm.get((sample.labels.get("gpu"), pid))
         percent = None if share is None or not 0 <= share <= 1.005 else share * 100
