@@ -25,6 +25,9 @@ from gputop.ui.text.job import job_user
 
 PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""
+NOT_EXPORTED = "names not exported"
+"""In place of a process's user and command where its host was read from an exporter: no exporter exports them
+(command lines carry tokens and paths, user names identify people: docs/exporter.md)."""
 STATE_CELLS = 11
 UPDATED_CELLS = 7
 MEMORY_CELLS = 15
@@ -190,8 +193,12 @@ def summary_line(
     age = fmt_age(now - status.last_snapshot_at) if status.last_snapshot_at is not None else NA
     line.append(" ")
     line.append(age.rjust(UPDATED_CELLS), style=p.warn if state == STALE else p.dim)
-    if layout.top and totals.top is not None:
-        top = totals.top.host or HostProcess(totals.top.pid)
+    if layout.top and totals.top is not None and totals.top.host is None:
+        # read from an exporter, which never exports user or process names (docs/exporter.md)
+        line.append(f"  pid {totals.top.pid} ", style=p.label)
+        line.append(f"on GPU {totals.top.gpu_index} · {NOT_EXPORTED}", style=p.dim)
+    elif layout.top and totals.top is not None and totals.top.host is not None:
+        top = totals.top.host
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
         line.append(short_command(top.command) if top.command else top.name or NA)
@@ -240,14 +247,17 @@ def process_header(width: int, p: Palette) -> Text:
 
 def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
     host = proc.host or HostProcess(proc.pid)
-    line = Text(f"{proc.gpu_index:>3} {proc.pid:>7}  {fit(host.user or NA, 8)} ")
+    line = Text(f"{proc.gpu_index:>3} {proc.pid:>7}  {fit(host.user or ('-' if proc.host is None else NA), 8)} ")
     line.append_text(_value(fmt_bytes(proc.gpu_memory_bytes).rjust(8), p))
     line.append(" ")
     line.append_text(_value(fmt_percent(proc.sm_percent).rjust(4), p))
     line.append(" ")
     line.append_text(_value(fmt_percent(host.cpu_percent).rjust(5), p))
     line.append("  ")
-    line.append(short_command(host.command) if host.command else host.name or NA)
+    if proc.host is None:  # read from an exporter
+        line.append(NOT_EXPORTED, style=p.dim)
+    else:
+        line.append(short_command(host.command) if host.command else host.name or NA)
     line.truncate(width, overflow="ellipsis")
     return line
 
