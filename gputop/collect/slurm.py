@@ -143,7 +143,8 @@ def ask_scontrol(job_id: str, run: Runner = run_bounded, host: str | None = None
     status, out = run([scontrol, "-d", "show", "job", "-o", job_id], SCONTROL_TIMEOUT_S)
     if status != 0:
         first = out.strip().splitlines()[0] if out.strip() else f"exit status {status}"
-        reason = NOT_IN_SLURM if "Invalid job id" in first else f"scontrol: {_text(first)}"
+        # scontrol names itself at the start of its own errors: "scontrol: error: ..."
+        reason = NOT_IN_SLURM if "Invalid job id" in first else f"scontrol: {_text(first.removeprefix('scontrol: '))}"
         return unknown(job_id, reason)
     return parse_scontrol_job(out, job_id, host if host is not None else socket.gethostname().split(".")[0])
 

@@ -9,7 +9,15 @@ import pytest
 from gputop.codec.decode import snapshot_from_json
 from gputop.codec.encode import snapshot_json
 from gputop.collect.container import container_of, slurm_ids
-from gputop.collect.slurm import ANOTHER_JOB, NO_GPUS, SlurmJobs, gpu_indices, parse_scontrol_job, unknown
+from gputop.collect.slurm import (
+    ANOTHER_JOB,
+    NO_GPUS,
+    SlurmJobs,
+    ask_scontrol,
+    gpu_indices,
+    parse_scontrol_job,
+    unknown,
+)
 from gputop.collect.slurm_allocation import (
     allocation_from_env,
     allocation_notice,
@@ -152,3 +160,13 @@ def test_an_older_recording_decodes_with_the_job_not_recorded():
 def test_a_recorded_job_name_past_its_bound_is_refused():
     with pytest.raises(ValueError, match=r"SlurmJob\.name"):
         _round_trip(HostProcess(12, slurm=SlurmJob("7", name="x" * (SLURM_TEXT_CHARS + 1))))
+
+
+def test_scontrols_own_error_is_said_once_without_its_name_twice(monkeypatch):
+    # As the real scontrol answers on a host whose slurm.conf names no controller it can resolve.
+    said = b"scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+    monkeypatch.setattr("gputop.collect.slurm.shutil.which", lambda name: "/usr/bin/scontrol")
+
+    job = ask_scontrol("12345", run=lambda argv, timeout_s: (1, said.decode()))
+
+    assert job.unavailable["name"] == "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host"
