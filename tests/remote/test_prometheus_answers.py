@@ -34,11 +34,13 @@ from gputop.remote.prometheus.readings import (
     read_fleet,
 )
 from gputop.remote.prometheus.source import PrometheusFleet
-from gputop.remote.status import STALE, UNREACHABLE
+from gputop.remote.status import STALE, UNREACHABLE, HostStatus
 from gputop.ui.hosts.app import hosts_app
 from gputop.ui.hosts.section import HostSection, HostSummary
+from gputop.ui.process_rows import flat_rows
 from gputop.ui.text.gpu import Palette
-from gputop.ui.text.hosts import job_lines, jobs_across
+from gputop.ui.text.hosts import job_lines, jobs_across, section_lines
+from gputop.ui.text.process_cells import cell_text
 from tests.remote.host_scenes import ScriptedFleet
 from tests.remote.test_hosts_view import lines_of
 
@@ -345,3 +347,28 @@ def test_a_label_of_digits_in_another_script_is_not_a_number_and_the_other_hosts
     assert [g.temperature_c for g in by_name["good:24400"].gpus] == [56.0]
     assert [g.index for g in by_name["evil:24400"].gpus] == [0]
     assert by_name["evil:24400"].processes == () and by_name["evil:24400"].training == ()
+
+
+@pytest.mark.fast
+def test_a_process_read_from_an_exporter_says_its_names_are_not_exported_in_the_section_and_the_table():
+    labels = {"instance": "gpu-7:24400", "gpu": "5", "pid": "4106"}
+    answers = {
+        GPUTOP_SAMPLED: [Sample({"instance": "gpu-7:24400"}, 1.0e9)],
+        "gputop_gpu_up": [Sample({"instance": "gpu-7:24400", "gpu": "5"}, 1.0)],
+        "gputop_process_gpu_memory_bytes": [Sample(labels, 69.0 * 1024**3)],
+        "gputop_process_sm_ratio": [Sample(labels, 0.68)],
+    }
+
+    [reading], _ = read_fleet(answers)
+
+    [row] = flat_rows(reading.snapshot)
+    assert (cell_text(row, "command"), cell_text(row, "gpu_mem"), cell_text(row, "sm")) == (
+        "(names not exported)",
+        "69.0GiB",
+        "68%",
+    )
+    status = HostStatus("gpu-7:24400", state="live", last_snapshot_at=1.0e9)
+    [line] = [
+        t.plain for t in section_lines(status, reading.snapshot, None, 1.0e9, 160, Palette()) if "4106" in t.plain
+    ]
+    assert line.split() == ["5", "4106", "-", "69.0GiB", "68%", "N/A", "names", "not", "exported"]

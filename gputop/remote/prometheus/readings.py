@@ -30,6 +30,7 @@ from gputop.model import (
     Launch,
     Snapshot,
     TrainingView,
+    frozen_reasons,
 )
 from gputop.remote.prometheus.query import Sample
 
@@ -375,6 +376,12 @@ def _host_info(name: str, values: Mapping[str, float]) -> HostInfo:
     return HostInfo(name, cpu_percent, (), cpus, cpus, None, total, used, max(0, total - used), 0, 0)
 
 
+NOT_EXPORTED: Final = "names not exported"
+"""Why a process read from an exporter has no user and no command: no exporter exports them (command lines carry
+tokens and paths, user names identify people: docs/exporter.md)."""
+_NAMES_NOT_EXPORTED: Final = frozen_reasons({"user": NOT_EXPORTED, "command": NOT_EXPORTED})
+
+
 def _processes(name: str, answers: Answers) -> tuple[GpuProcess, ...]:
     """The host's GPU processes, where its exporter runs with ``--per-process``: PID, GPU, memory and %SM."""
     sm = {(s.labels.get("gpu"), s.labels.get("pid")): s.value for s in _by_host(answers, PROCESS_SM).get(name, ())}
@@ -385,7 +392,8 @@ def _processes(name: str, answers: Answers) -> tuple[GpuProcess, ...]:
             continue
         share = sm.get((sample.labels.get("gpu"), pid))
         percent = None if share is None or not 0 <= share <= 1.005 else share * 100
-        processes.append(GpuProcess(int(pid), index, COMPUTE, int(min(sample.value, MAX_INT)), percent))
+        memory = int(min(sample.value, MAX_INT))
+        processes.append(GpuProcess(int(pid), index, COMPUTE, memory, percent, unavailable=_NAMES_NOT_EXPORTED))
     return tuple(processes)
 
 

@@ -25,9 +25,6 @@ from gputop.ui.text.job import job_user
 
 PROCESS_ROWS = 3
 """The busiest processes a section lists; the drill-down shows them all."""
-NOT_EXPORTED = "names not exported"
-"""In place of a process's user and command where its host was read from an exporter: no exporter exports them
-(command lines carry tokens and paths, user names identify people: docs/exporter.md)."""
 STATE_CELLS = 11
 UPDATED_CELLS = 7
 MEMORY_CELLS = 15
@@ -194,9 +191,10 @@ def summary_line(
     line.append(" ")
     line.append(age.rjust(UPDATED_CELLS), style=p.warn if state == STALE else p.dim)
     if layout.top and totals.top is not None and totals.top.host is None:
-        # read from an exporter, which never exports user or process names (docs/exporter.md)
+        # read from an exporter, which says why it names no user or command (names not exported)
+        why = totals.top.unavailable.get("command")
         line.append(f"  pid {totals.top.pid} ", style=p.label)
-        line.append(f"on GPU {totals.top.gpu_index} · {NOT_EXPORTED}", style=p.dim)
+        line.append(f"on GPU {totals.top.gpu_index}" + (f" · {why}" if why else ""), style=p.dim)
     elif layout.top and totals.top is not None and totals.top.host is not None:
         top = totals.top.host
         line.append("  ")
@@ -255,7 +253,7 @@ def process_line(proc: GpuProcess, width: int, p: Palette) -> Text:
     line.append_text(_value(fmt_percent(host.cpu_percent).rjust(5), p))
     line.append("  ")
     if proc.host is None:  # read from an exporter
-        line.append(NOT_EXPORTED, style=p.dim)
+        line.append(proc.unavailable.get("command", NA), style=p.dim)
     else:
         line.append(short_command(host.command) if host.command else host.name or NA)
     line.truncate(width, overflow="ellipsis")
