@@ -593,6 +593,8 @@ PROBE_AWAITED: Final = (
 """Why a process that ``gputop run`` started, with the probe on, has no report yet: the probe writes its first
 once the job makes its first DataLoader iterator or steps an optimizer, seconds after the start (imports, the
 dataset, the model)."""
+PROBE_LAUNCHER: Final = "torchrun's agent: it starts the ranks and trains nothing; each rank reports"
+"""Why torchrun's agent, which ``gputop run`` started with the probe on, has no report and will not have one."""
 
 
 @dataclass(frozen=True, slots=True)

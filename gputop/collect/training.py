@@ -39,6 +39,7 @@ from gputop.model import (
     PIN_ON,
     PIN_UNKNOWN,
     PROBE_AWAITED,
+    PROBE_LAUNCHER,
     PROBE_OK,
     PROCESS_EXITED,
     ROLE_TORCHRUN_AGENT,
@@ -293,7 +294,7 @@ class TrainingCollector:
         if not job.environment_read:  # the environment a process was started with does not change
             job.launch, job.probe_dir = read_environment(pid)
             job.environment_read = True
-        probe = self._probe(pid, job, tick)
+        probe = self._probe(pid, job, tick, agent=host.name == AGENT_NAME)
         ids = {p: i for loader in probe.loaders for i, p in enumerate(loader.worker_pids)}
         workers = tuple(self._worker(tick.tree.alive[w], ids.get(w), tick.now) for w in worker_pids)
         self._track_generations(job, set(worker_pids))
@@ -344,21 +345,23 @@ class TrainingCollector:
         )
         return watched
 
-    def _probe(self, pid: int, job: _Job, tick: _Tick) -> ProbeReport:
+    def _probe(self, pid: int, job: _Job, tick: _Tick, agent: bool) -> ProbeReport:
         if tick.unsafe:
             return ProbeReport(reason=tick.unsafe)
         if pid not in tick.reporting:
-            return self._no_report(job)
+            return self._no_report(job, agent)
         probe = read_report(self.probe_dir, pid, job.start_ticks, tick.now, self.stale_after_s)
         if probe.status == PROBE_OK and probe.cuda:
             probe = dataclasses.replace(probe, cuda=_join_nvml(pid, probe, tick.gpus, tick.processes))
         return probe
 
-    def _no_report(self, job: _Job) -> ProbeReport:
+    def _no_report(self, job: _Job, agent: bool) -> ProbeReport:
         """No report from this process: for one that ``gputop run`` started, the probe's first is on its way, to
-        this gputop's directory or to another one."""
+        this gputop's directory or to another one; torchrun's agent never writes one (its ranks do)."""
         if job.probe_dir is None:
             return ProbeReport()
+        if agent:
+            return ProbeReport(reason=PROBE_LAUNCHER)
         if os.path.normpath(job.probe_dir) == os.path.normpath(self.probe_dir):
             return ProbeReport(reason=PROBE_AWAITED)
         directory = printable(job.probe_dir)

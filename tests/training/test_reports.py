@@ -15,6 +15,7 @@ from gputop.collect.training import SHOWN_DIR_CHARS, TrainingCollector
 from gputop.model import (
     PROBE_AWAITED,
     PROBE_FOREIGN,
+    PROBE_LAUNCHER,
     PROBE_MALFORMED,
     PROBE_NONE,
     PROBE_OK,
@@ -218,3 +219,18 @@ def test_the_final_view_keeps_which_gpu_each_cuda_device_was_once_nvml_no_longer
     (final,) = maker.training.final_views((live,), run_id=last["run_id"])
 
     assert [(d.gpu_index, d.nvml_process_bytes, d.allocated_bytes) for d in final.probe.cuda] == [(0, held, 3 << 30)]
+
+
+def test_torchruns_agent_started_by_gputop_run_is_not_said_to_await_a_report(sleepers, probe_dir, monitor):
+    # The agent names its main thread pt_elastic; it starts the ranks and never iterates a DataLoader, so its view
+    # said "awaiting the probe's first report" to the end of the job.
+    env = probe_env(dict(os.environ), str(probe_dir), "test")
+    agent = "import ctypes, time; ctypes.CDLL(None).prctl(15, b'pt_elastic', 0, 0, 0); print('named', flush=True); "
+    proc = subprocess.Popen([sys.executable, "-c", agent + "time.sleep(300)"], env=env, stdout=subprocess.PIPE)
+    sleepers.append(proc)
+    assert proc.stdout is not None and proc.stdout.readline() == b"named\n"
+
+    view = monitor(proc.pid).one_shot().training_view(proc.pid)
+
+    assert view.role == "torchrun agent"
+    assert view.probe == ProbeReport(PROBE_NONE, reason=PROBE_LAUNCHER)
