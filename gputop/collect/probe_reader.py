@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import stat
 from collections.abc import Mapping
 from typing import Any, TypeGuard, get_args
 
@@ -51,8 +50,7 @@ from gputop.model import (
 from gputop.probe import channel
 from gputop.sanitize import printable
 
-MAX_REPORT_BYTES = 256 << 10
-"""About 20 times the largest report a real job writes (ten DataLoaders of 64 workers each, eight GPUs)."""
+MAX_REPORT_BYTES = channel.MAX_REPORT_BYTES
 STALE_AFTER_S = 5.0
 MAX_DEPTH = 16
 """Containers inside containers: the format needs 4 (report, loaders, loader, its configuration)."""
@@ -89,26 +87,11 @@ def read_report(
     """
     path = channel.report_path(directory, pid)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = channel.read_report_bytes(path, owner=os.geteuid())
     except FileNotFoundError:
         return ProbeReport(PROBE_NONE)
-    except OSError as exc:
-        return ProbeReport(PROBE_MALFORMED, reason=f"cannot open report: {exc.strerror}")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return ProbeReport(PROBE_MALFORMED, reason="report is not a regular file")
-        if info.st_uid != os.geteuid():
-            return ProbeReport(PROBE_FOREIGN, reason=f"report owned by uid {info.st_uid}, not by this user")
-        if info.st_size > MAX_REPORT_BYTES:
-            return ProbeReport(PROBE_MALFORMED, reason=f"report too large ({info.st_size} bytes)")
-        data = os.read(fd, MAX_REPORT_BYTES + 1)
-    except OSError as exc:
-        return ProbeReport(PROBE_MALFORMED, reason=f"cannot read report: {exc.strerror}")
-    finally:
-        os.close(fd)
-    if len(data) > MAX_REPORT_BYTES:  # it grew after fstat
-        return ProbeReport(PROBE_MALFORMED, reason="report too large")
+    except channel.Unreadable as exc:
+        return ProbeReport(PROBE_FOREIGN if exc.foreign else PROBE_MALFORMED, reason=str(exc))
     try:
         return parse_report(decode(data), pid, start_ticks, now, stale_after_s, run_id)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError and Malformed are ValueErrors

@@ -20,10 +20,10 @@ RUN_ID_ENV = "GPUTOP_RUN_ID"
 """Set by ``gputop run`` for the whole job: its reports carry it, so the job's last reports can be found."""
 WRITE_INTERVAL_S = 0.5
 PID_MAX = 1 << 22
-MAX_RUN_READ_BYTES = 256 << 10
-"""A report larger than this is not read for its run id: the monitor's reader refuses it too
-(``collect.probe_reader.MAX_REPORT_BYTES``, which this module, loaded alone in the job, cannot import)."""
 """The kernel's ``PID_MAX_LIMIT``: no process has a larger PID."""
+MAX_REPORT_BYTES = 256 << 10
+"""The largest report read, by the monitor or by a probe looking for its run's reports: about 20 times the
+largest report a real job writes (ten DataLoaders of 64 workers each, eight GPUs)."""
 
 
 def report_dir() -> str:
@@ -125,24 +125,47 @@ def remove_dead_reports(directory: str, keep_run: str | None = None) -> None:
             pass
 
 
+class Unreadable(Exception):
+    """A report that is there but is not read, with the reason: not a regular file, another user's, too large, or
+    an error from the system. ``foreign``: it is another user's."""
+
+    def __init__(self, reason: str, foreign: bool = False) -> None:
+        super().__init__(reason)
+        self.foreign = foreign
+
+
+def read_report_bytes(path: str, owner: int | None = None) -> bytes:
+    """The bytes of the report at ``path``: opened without following a link or waiting on a FIFO, a regular file
+    of at most ``MAX_REPORT_BYTES``, owned by ``owner`` where one is given. Raises ``FileNotFoundError`` where there
+    is none and ``Unreadable`` for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unreadable(f"cannot open report: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("report is not a regular file")
+        if owner is not None and info.st_uid != owner:
+            raise Unreadable(f"report owned by uid {info.st_uid}, not by this user", foreign=True)
+        if info.st_size > MAX_REPORT_BYTES:
+            raise Unreadable(f"report too large ({info.st_size} bytes)")
+        data = os.read(fd, MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise Unreadable(f"cannot read report: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_REPORT_BYTES:  # it grew after fstat
+        raise Unreadable("report too large")
+    return data
+
+
 def _run_of(path: str) -> str | None:
     """The run id a report carries; None for one that cannot be read, is too large, or is not a report."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_RUN_READ_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_RUN_READ_BYTES:
-        return None
-    try:
-        run = json.loads(data).get("run_id")
-    except (ValueError, AttributeError):
+        run = json.loads(read_report_bytes(path)).get("run_id")
+    except (OSError, Unreadable, ValueError, AttributeError):
         return None
     return run if isinstance(run, str) else None
