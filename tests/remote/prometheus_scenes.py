@@ -38,6 +38,7 @@ def dcgm_exported(hostname: str, snap: Snapshot) -> dict[str, list[Sample]]:
     answers: dict[str, list[Sample]] = {}
     for gpu in snap.gpus:
         labels = {"gpu": str(gpu.index), "UUID": gpu.uuid or "", "modelName": gpu.name or "", "Hostname": hostname}
+        labels["DCGM_FI_DRIVER_VERSION"] = snap.driver.driver_version or ""  # as dcgm-exporter 3.3 and later label
         values = {
             DCGM_SAMPLED: snap.time,
             "DCGM_FI_DEV_GPU_UTIL": gpu.utilization_gpu_percent,

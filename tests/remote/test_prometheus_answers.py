@@ -372,3 +372,16 @@ def test_a_process_read_from_an_exporter_says_its_names_are_not_exported_in_the_
         t.plain for t in section_lines(status, reading.snapshot, None, 1.0e9, 160, Palette()) if "4106" in t.plain
     ]
     assert line.split() == ["5", "4106", "-", "69.0GiB", "68%", "N/A", "names", "not", "exported"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("label", "shown"), [("550.144.03", "550.144.03"), ("5\x1b[2J", None), ("", None)])
+def test_a_dcgm_exporter_hosts_driver_is_read_from_the_label_on_its_series(label, shown):
+    # dcgm-exporter 3.3 and later label every series with DCGM_FI_DRIVER_VERSION (NVIDIA/dcgm-exporter#490 shows
+    # DCGM_FI_DRIVER_VERSION="550.144.03" on DCGM_FI_DEV_GPU_UTIL); anything not of a version's form is not read.
+    labels = {"gpu": "0", "UUID": "GPU-1", "Hostname": "dgx-3", "DCGM_FI_DRIVER_VERSION": label}
+    answers = {DCGM_SAMPLED: [Sample(labels, 1700000000.0)], "DCGM_FI_DEV_GPU_UTIL": [Sample(labels, 87.0)]}
+
+    [reading], _ = read_fleet(answers)
+
+    assert reading.snapshot.driver.driver_version == shown

@@ -12,6 +12,7 @@ whatever the fleet's size. A value Prometheus does not hold is None, as in any s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -173,6 +174,21 @@ def _gputop_host(labels: Mapping[str, str]) -> str:
     return labels.get("instance", "")
 
 
+DCGM_DRIVER_LABEL: Final = "DCGM_FI_DRIVER_VERSION"
+"""The label dcgm-exporter puts on every series with the driver's version (``DCGM_FI_DRIVER_VERSION="550.144.03"``;
+dcgm-exporter 3.3 and later)."""
+_DRIVER_VERSION = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,4}){1,3}", re.ASCII)
+
+
+def _dcgm_driver(samples: Iterable[Sample]) -> str | None:
+    """The driver version a dcgm-exporter host's series are labelled with, where it is one's form."""
+    for sample in samples:
+        version = sample.labels.get(DCGM_DRIVER_LABEL, "")
+        if _DRIVER_VERSION.fullmatch(version):
+            return version
+    return None
+
+
 def _dcgm_host(labels: Mapping[str, str]) -> str:
     return labels.get("Hostname") or labels.get("instance", "")
 
@@ -197,7 +213,14 @@ def read_fleet(answers: Answers) -> tuple[list[Reading], int]:
     _fill_gpus(answers, gputop, _gputop_host, GPUTOP_GPU, identity=("uuid", "name"))
     _fill_gpus(answers, dcgm, _dcgm_host, DCGM_GPU, identity=("UUID", "modelName"))
     readings = [_gputop_reading(name, host, answers) for name, host in gputop.items()]
-    readings += [_reading(name, host, "dcgm-exporter", _host_info(name, {}), ()) for name, host in dcgm.items()]
+    sampled = _by_host(answers, DCGM_SAMPLED, _dcgm_host)
+    for name, host in dcgm.items():
+        reading = _reading(name, host, "dcgm-exporter", _host_info(name, {}), ())
+        driver = _dcgm_driver(sampled.get(name, ()))
+        if driver is not None:
+            snap = reading.snapshot
+            reading = replace(reading, snapshot=replace(snap, driver=replace(snap.driver, driver_version=driver)))
+        readings.append(reading)
     readings.sort(key=lambda r: r.name)
     return readings[:MAX_HOSTS], max(0, len(readings) - MAX_HOSTS)
 
@@ -295,10 +318,12 @@ def _gpu(index: int, fields: Mapping[str, object], up: float | None, source: str
     )
 
 
-def _by_host(answers: Answers, query: str) -> dict[str, list[Sample]]:
+def _by_host(
+    answers: Answers, query: str, host_of: Callable[[Mapping[str, str]], str] = _gputop_host
+) -> dict[str, list[Sample]]:
     out: dict[str, list[Sample]] = {}
     for sample in answers.get(query, ()):
-        out.setdefault(_gputop_host(sample.labels), []).append(sample)
+        out.setdefault(host_of(sample.labels), []).append(sample)
     return out
 
 
