@@ -190,13 +190,14 @@ def summary_line(
     age = fmt_age(now - status.last_snapshot_at) if status.last_snapshot_at is not None else NA
     line.append(" ")
     line.append(age.rjust(UPDATED_CELLS), style=p.warn if state == STALE else p.dim)
-    if layout.top and totals.top is not None and totals.top.host is None:
+    busiest = totals.top if layout.top else None
+    if busiest is not None and busiest.host is None:
         # read from an exporter, which says why it names no user or command (names not exported)
-        why = totals.top.unavailable.get("command")
-        line.append(f"  pid {totals.top.pid} ", style=p.label)
-        line.append(f"on GPU {totals.top.gpu_index}" + (f" · {why}" if why else ""), style=p.dim)
-    elif layout.top and totals.top is not None and totals.top.host is not None:
-        top = totals.top.host
+        why = busiest.unavailable.get("command")
+        line.append(f"  pid {busiest.pid} ", style=p.label)
+        line.append(f"on GPU {busiest.gpu_index}" + (f" · {why}" if why else ""), style=p.dim)
+    elif busiest is not None and busiest.host is not None:
+        top = busiest.host
         line.append("  ")
         line.append(f"{top.user or NA} ", style=p.label)
         line.append(short_command(top.command) if top.command else top.name or NA)
