@@ -76,9 +76,11 @@ def slurm_allocation(job_id: str | None) -> Allocation | None:
 
 def once(as_json: bool, pid: int | None, allocation: Allocation | None = None) -> int:
     """Print one snapshot, its rates over a short window: a table (as wide as the terminal), or JSON."""
+    from gputop.collect.nvml import NvmlCollector
     from gputop.collect.sampler import SnapshotMaker
 
-    maker = SnapshotMaker(focus_pid=pid)
+    # No Xid watcher: an event seen in 0.12 s would be chance, and ending its thread waits out the driver's wait.
+    maker = SnapshotMaker(focus_pid=pid, nvml=NvmlCollector(watch_xids=False))
     try:
         # The modules that write the snapshot are imported inside one_shot's window, not before it.
         snap = maker.one_shot(during=lambda: writer(as_json))

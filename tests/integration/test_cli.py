@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from gputop import __version__
+from gputop.collect.nvml.health import NOT_WATCHED
 from tests.conftest import FakeDriver
 from tests.factories import DEADLINE_S, wait_until
 from tests.fakenvml.state import FakeState
@@ -100,6 +101,9 @@ def test_once_json_values_equal_the_state_file(driver, spawn):
     assert (g["pcie_rx_bytes_per_s"], g["pcie_tx_bytes_per_s"]) == (48_000 * 1024, 1_200 * 1024)
     assert g["throttle_reasons"] == ["sw_power_cap"]
     assert g["sm_activity_percent"] == 63.5
+    # One snapshot starts no Xid watcher: ending its thread would wait out the driver's event wait (up to 0.25 s)
+    assert g["health"]["state"] == "ok"
+    assert g["health"]["unavailable"]["xids"] == NOT_WATCHED
     [p] = doc["processes"]
     assert p.keys() >= PROCESS_KEYS
     assert (p["pid"], p["gpu_index"], p["kind"], p["gpu_memory_bytes"]) == (proc.pid, 0, "compute", 6 * GIB)

@@ -70,11 +70,14 @@ class NvmlCollector:
     Args:
         retry_lost_after_s: how long a lost GPU is left alone before its handle is fetched again.
         sample_stale_s: how old a per-process utilization sample may be and still be shown.
+        watch_xids: count Xid events on a thread of their own. A single snapshot (``--once``) does not: its window
+            is 0.12 s, and ending the thread waits for the driver's event wait to return (up to ``WAIT_MS``).
     """
 
-    def __init__(self, retry_lost_after_s: float = 5.0, sample_stale_s: float = 10.0) -> None:
+    def __init__(self, retry_lost_after_s: float = 5.0, sample_stale_s: float = 10.0, watch_xids: bool = True) -> None:
         self.retry_lost_after_s = retry_lost_after_s
         self.sample_stale_s = sample_stale_s
+        self.watch_xids = watch_xids
         self.driver = DriverInfo(status=DRIVER_UNAVAILABLE, reason="not started")
         self._slots: list[GpuSlot] = []
         self._started = False
@@ -117,8 +120,9 @@ class NvmlCollector:
         self._slots = [GpuSlot(index=i) for i in range(count)]
         for slot in self._slots:
             self._open(slot, time.monotonic())
-        self._xids = health.XidWatcher()
-        self._xids.start(self._slots)
+        if self.watch_xids:
+            self._xids = health.XidWatcher()
+            self._xids.start(self._slots)
         return self.driver
 
     def close(self) -> None:

@@ -32,6 +32,8 @@ XID_EVENT = 0x8
 NVML_ERROR_TIMEOUT = 10
 WAIT_MS = 250
 """How long one wait blocks: the longest ``close`` waits for the thread to notice it should end."""
+NOT_WATCHED = "not watched by a single snapshot: Xid events are counted while gputop keeps running"
+"""Why ``--once`` has no Xids: its collector starts no watcher (``NvmlCollector(watch_xids=False)``)."""
 VIOLATION_POLICIES: tuple[ViolationPolicy, ...] = (
     "power",
     "thermal",
@@ -195,7 +197,7 @@ def read(slot: GpuSlot, watcher: XidWatcher | None, ecc_uncorrected: int | None)
     slot.health_before = (now, None if replays is None else int(replays), thermal)
     if watcher is None:
         xids: tuple[XidCount, ...] = ()
-        xid_reason: str | None = "not watched"
+        xid_reason: str | None = NOT_WATCHED
     else:
         xids, xid_reason = watcher.xids(slot.index)
     if xid_reason is not None:
