@@ -10,7 +10,11 @@ driver's GPUs (tests/fakenvml), so the host side reads real /proc entries. For e
   Pilot's own round trip for an unbound key (press, then wait for idle: 20 ms sleeps, the floor of the older
   measure, which timed every key that way).
 
-usage: python benchmarks/scale.py [--quick] [--seconds 10] [--out FILE]
+With ``--probe`` one GPU process per GPU (the first on each) reports as a training job under the probe does, with
+its step anatomy (``benchmarks/reporters.py``: a real probe's report, renewed every 0.5 s): the dashboard reads and
+judges those reports at every tick.
+
+usage: python benchmarks/scale.py [--quick] [--probe] [--seconds 10] [--out FILE]
 Targets (docs/benchmarks.md): cost no faster than linear in processes; at 64 GPUs and 2,000 processes a key press
 within 50 ms and the dashboard under a third of a core.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -30,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.reporters import real_report, reporting  # noqa: E402
 from benchmarks.sleepers import sleepers  # noqa: E402
 from benchmarks.tui_overhead import launch  # noqa: E402
 from tests.fakenvml.build import build, use_in_process  # noqa: E402
@@ -157,26 +163,35 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1 and 64 GPUs x 16 and 2,000 processes, 5 s windows")
     parser.add_argument("--out", type=Path, help="also write the table here")
+    parser.add_argument("--probe", action="store_true", help="one process per GPU reports its step anatomy")
     args = parser.parse_args()
     if args.quick:
         args.gpus, args.processes, args.seconds, args.rounds, args.presses = [1, 64], [16, 2000], 5.0, 20, 3
     rows = []
-    with tempfile.TemporaryDirectory(prefix="gputop-scale-") as name, sleepers(max(args.processes)) as group:
-        tmp = Path(name)
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gputop-scale-")))
+        group = stack.enter_context(sleepers(max(args.processes)))
         state = tmp / "nvml-state.txt"
         env = {"LD_LIBRARY_PATH": str(build("r550")), "FAKE_NVML_STATE": str(state), "TERM": "xterm-256color"}
         os.environ["FAKE_NVML_STATE"] = str(state)
+        reporters = None
+        if args.probe:
+            reporters = stack.enter_context(reporting(tmp / "probe", real_report(tmp)))
+            env["GPUTOP_PROBE_DIR"] = os.environ["GPUTOP_PROBE_DIR"] = str(tmp / "probe")
         write_machine(state, 1, [])
         use_in_process("r550")
         for processes in args.processes:
             for gpus in args.gpus:
+                if reporters is not None:  # training_box puts process i on GPU i % gpus
+                    reporters.watch(group.pids[: min(gpus, processes)])
                 write_machine(state, gpus, group.pids[:processes])
                 tick_ms, slow_ms, snap = snapshot_costs(args.rounds)
                 keys_ms = asyncio.run(key_latencies(snap, args.presses))
                 cpu, rss = dashboard_cost(env, args.seconds, tmp)
                 rows.append(Row(gpus, processes, tick_ms, slow_ms, cpu, rss, keys_ms))
                 print(f"{gpus} GPUs, {processes} processes done", file=sys.stderr)
-    text = f"{os.cpu_count()} cores; dashboard at 1 s over {args.seconds:g} s; key press medians of {args.presses}\n\n"
+    text = f"{os.cpu_count()} cores; dashboard at 1 s over {args.seconds:g} s; key press medians of {args.presses}"
+    text += "; one process per GPU reporting its step anatomy\n\n" if args.probe else "\n\n"
     text += table(rows)
     print(text)
     if args.out:
