@@ -24,12 +24,12 @@ ANATOMY = ROOT / "tests" / "training" / "scripts" / "anatomy.py"
 
 
 def start_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except OSError:
-        return None
-    return int(text[text.rindex(")") + 2 :].split()[19])
+    """The process's start time in clock ticks, read as the training collector reads it to check a report."""
+    sys.path.insert(0, str(ROOT))
+    from gputop.collect.procinfo import main_thread_stat
+
+    stat = main_thread_stat(pid)
+    return None if stat is None else stat.start_ticks
 
 
 def real_report(tmp: Path) -> dict[str, Any]:
