@@ -27,8 +27,8 @@ def estimated() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def measured() -> dict[str, list[int]]:
-    """Each rank's peak in the real two-process run: all the ways in one pair of processes."""
+def measured() -> dict[str, list[list[int]]]:
+    """Each rank's peak in each round of the real two-process run: all the ways in one pair of processes."""
     result = subprocess.run(
         [sys.executable, "-m", "tests.estimate.sharded_run", "ddp", "zero1", "zero2", "fsdp"],
         capture_output=True,
@@ -50,9 +50,9 @@ def at_peak(estimated: dict[str, Any], run: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("shard", ["ddp", "zero1", "zero2", "fsdp"])
 def test_the_estimate_is_within_10_percent_of_the_real_run(estimated, measured, shard):
-    # The lower rank: the profiler records the allocations and frees of the threads it follows, and gloo's threads
-    # sometimes drop the last reference to a collective's tensor, a free no rank's trace then shows.
-    real = min(measured[shard])
+    # The lowest round of either rank: gloo's own thread drops the last reference to a collective's tensors, and
+    # when it does so after the rank has allocated its next ones, that round's peak holds them too (sharded_run.ROUNDS)
+    real = min(min(rounds) for rounds in measured[shard])
     assert abs(peak(estimated, shard) - real) <= 0.10 * real, measured[shard]
 
 
