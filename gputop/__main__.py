@@ -1,3 +1,3 @@
-from gputop.cli import main
+from gputop.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -112,6 +112,44 @@ def test_once_json_values_equal_the_state_file(driver, spawn):
     assert isinstance(p["cpu_percent"], float)
 
 
+TEARDOWN = "teardown ran"
+WITH_ATEXIT = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write({marker!r})); sys.argv = ['gputop', *{args!r}]; "
+    "from gputop.cli import entry; entry()"
+)
+
+
+def entry_with_atexit(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The installed command's entry point in a process that says whether the interpreter's teardown ran."""
+    code = WITH_ATEXIT.format(marker=TEARDOWN, args=list(args))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+
+
+def test_one_snapshot_is_printed_whole_and_the_process_ends_without_teardown(driver, spawn):
+    driver.write(training_box(8, [spawn().pid]))
+
+    once = entry_with_atexit("--json", env=driver.env())
+    other = entry_with_atexit("report", "/nonexistent/run.gputop", env=driver.env())
+
+    assert once.returncode == 0, once.stderr
+    assert len(once.stdout) > 8192  # more than one buffer's worth: the flush before the end wrote the rest
+    assert len(json.loads(once.stdout)["gpus"]) == 8
+    assert TEARDOWN not in once.stderr
+    assert other.returncode != 0
+    assert TEARDOWN in other.stderr  # every other command ends as Python does
+
+
+def test_one_snapshot_to_a_reader_that_has_gone_exits_0_quietly(driver):
+    driver.write(training_box(2, []))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputop", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=driver.env()
+    )
+    proc.stdout.close()  # before the snapshot is written: its write and the last flush both find no reader
+
+    assert proc.wait(timeout=DEADLINE_S) == 0
+    assert proc.stderr.read() == b""
+
+
 def test_once_prints_a_table_of_gpus_then_processes(driver, spawn):
     proc = spawn()
     driver.write(training_box(2, [proc.pid]))
