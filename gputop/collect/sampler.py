@@ -239,10 +239,12 @@ class Sampler:
         self._thread.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop sampling and wait for the thread's last tick and the maker's close (at most ``timeout_s``)."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
             self._thread = None
 
     def _hand_on(self, snap: Snapshot) -> None:

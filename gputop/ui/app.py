@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -209,6 +210,12 @@ class GputopApp(App[int]):
 
             self.push_screen(JobScreen(self.job_id))
         self.mode.mounted()
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        """Close the dashboard. The feed begins to stop at once, beside Textual's own way out (its input thread
+        takes 0.1 to 0.2 s to end): the two waits overlap instead of adding up."""
+        self.feed.stop_soon()
+        super().exit(result, return_code, message)
 
     def on_unmount(self) -> None:
         self.feed.stop()

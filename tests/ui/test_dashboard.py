@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from gputop.advisor import Advisor
+from gputop.model import Snapshot
 from gputop.ui.app import GputopApp
+from gputop.ui.feed import LiveFeed
 from gputop.ui.screens.dashboard import DashboardScreen
 from gputop.ui.screens.detail import ProcessDetailScreen
 from gputop.ui.screens.help import HelpScreen
@@ -16,7 +20,9 @@ from gputop.ui.widgets.gpu_card import GpuCard
 from gputop.ui.widgets.gpu_panel import GpuPanel
 from gputop.ui.widgets.process_table import ProcessTable
 from gputop.ui.widgets.status_bar import StatusBar
+from tests.factories import DEADLINE_S
 from tests.ui import scenes
+from tests.ui.conftest import USER
 
 MakeApp = Callable[..., GputopApp]
 
@@ -49,6 +55,38 @@ async def test_q_quits(make_app: MakeApp) -> None:
         await pilot.pause()
     assert app.return_code == 0
     assert app.feed.source.stopped  # type: ignore[attr-defined]
+
+
+class SlowToStop(scenes.ScriptedSource):
+    """A source whose ``stop`` waits until let go, as the live sampler's waits out NVML's close: which thread
+    stopped it, and how many times."""
+
+    def __init__(self, snapshots: list[Snapshot]) -> None:
+        super().__init__(snapshots)
+        self.stopped_on: list[str] = []
+        self.stopping = threading.Event()
+        self.let_go = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped_on.append(threading.current_thread().name)
+        self.stopping.set()
+        assert self.let_go.wait(DEADLINE_S)
+        super().stop()
+
+
+async def test_q_starts_stopping_the_feed_beside_textuals_way_out_and_waits_for_it() -> None:
+    source = SlowToStop([scenes.training_node()])
+    app = GputopApp(LiveFeed(source, Advisor()), user=USER)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.exit()  # what q does
+        # Still on the UI thread, right after exit(): the source is already stopping, on a thread of its own
+        assert source.stopping.wait(DEADLINE_S)
+        assert source.stopped_on == ["gputop-feed-stop"]
+        assert not source.stopped
+        source.let_go.set()
+    assert source.stopped  # the dashboard's way out waited for it
+    assert source.stopped_on == ["gputop-feed-stop"]  # once: the stops that follow wait for that one
 
 
 async def test_question_mark_lists_every_key_and_closes_again(make_app: MakeApp) -> None:

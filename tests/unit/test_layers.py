@@ -128,7 +128,7 @@ def test_the_walk_resolves_relative_imports_and_sees_the_package() -> None:
 def test_only_the_entry_point_imports_the_command_line(path: Path) -> None:
     wrong = sorted(n for n in modules_imported(path) if within(n, "gputop.cli"))
     if path == PACKAGE / "__main__.py":
-        assert wrong == ["gputop.cli", "gputop.cli.main"]
+        assert wrong == ["gputop.cli", "gputop.cli.entry"]
     else:
         assert not wrong, f"{rel(path)} imports {wrong}"
 

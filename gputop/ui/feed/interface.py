@@ -70,4 +70,9 @@ class Feed(Protocol):
 
     def stop(self) -> None: ...
 
+    def stop_soon(self) -> None:
+        """On the UI thread, as the dashboard closes: begin stopping without waiting; ``stop`` then waits for it.
+        The wait for a source that takes time to end (the live sampler closing NVML) then overlaps Textual's own
+        way out."""
+
     def set_interval(self, interval_s: float) -> None: ...

@@ -7,6 +7,7 @@ like one (``SnapshotSource``), and an ``Advisor``. Nothing here imports Textual.
 from __future__ import annotations
 
 import logging
+import threading
 
 from gputop.advisor import Advisor
 from gputop.model import Advice, Snapshot
@@ -38,6 +39,7 @@ class LiveFeed:
         """The end as told, from any thread, until ``take`` takes it in."""
         self._client: FeedClient | None = None
         self._inbox: Inbox[Snapshot] | None = None
+        self._stopping: threading.Thread | None = None
 
     @property
     def signals_allowed(self) -> bool:
@@ -104,7 +106,18 @@ class LiveFeed:
             log.error("advisor failed: %r", exc)
 
     def stop(self) -> None:
-        self.source.stop()
+        stopping = self._stopping
+        if stopping is None:
+            self.source.stop()
+        else:
+            stopping.join()
+
+    def stop_soon(self) -> None:
+        """The source stops on a thread of its own: the live sampler ends its tick and closes NVML, which waits out
+        the driver's event wait (up to 0.25 s), while Textual ends its own threads."""
+        if self._stopping is None:
+            self._stopping = threading.Thread(target=self.source.stop, name="gputop-feed-stop", daemon=True)
+            self._stopping.start()
 
     def set_interval(self, interval_s: float) -> None:
         self.source.set_interval(interval_s)

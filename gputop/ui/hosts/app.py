@@ -80,6 +80,9 @@ class HostsView(Mode):
     def stop(self) -> None:
         self.fleet.stop()
 
+    def stop_soon(self) -> None:
+        """The connections end in ``stop``, on the UI thread, as they always did."""
+
     def set_interval(self, interval_s: float) -> None:
         self.fleet.set_interval(interval_s)
 

@@ -73,5 +73,8 @@ class RemoteFeed:
     def stop(self) -> None:
         pass
 
+    def stop_soon(self) -> None:
+        pass
+
     def set_interval(self, interval_s: float) -> None:
         pass

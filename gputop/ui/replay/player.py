@@ -168,6 +168,9 @@ class ReplayPlayer(Mode):
     def stop(self) -> None:
         """Nothing runs on its own: there is nothing to stop."""
 
+    def stop_soon(self) -> None:
+        """Nothing runs on its own: there is nothing to begin stopping."""
+
     def set_interval(self, interval_s: float) -> None:
         """A recording keeps its own pace; the replay's speed scales it."""
 
