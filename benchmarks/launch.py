@@ -9,7 +9,9 @@ round):
 - first frame with data: gputop's Textual dashboard with its GPU cards filled in (its footer and a card's memory
   figure on screen), nvitop's first frame, the bare app's table;
 - CPU at that frame: user + system time the process had used by then (rusage via /proc), which a busy machine
-  shifts far less than the wall time.
+  shifts far less than the wall time;
+- quit: from the quit key (``q``; the bare app's ``ctrl+q``), sent ``--settle`` seconds after the frame with data,
+  to the process's end, polled every 2 ms.
 
 ``--bytecode none`` removes gputop's ``__pycache__`` first and runs with ``PYTHONDONTWRITEBYTECODE=1``, as a
 source checkout in an environment that sets it does (every start compiles gputop's modules again); the default
@@ -17,6 +19,7 @@ compiles them first, as an installed package is. nvitop is looked for beside thi
 nvitop==1.7.2`` into the same venv) unless ``--tools-venv`` names another.
 
 usage: python benchmarks/launch.py [--rounds 10] [--size 160x48] [--bytecode compiled|none] [--tools-venv DIR]
+       [--settle 2]
 """
 
 from __future__ import annotations
@@ -52,9 +55,19 @@ USEFUL = {"gputop": r"H100.*GiB", "nvitop": r"20\.00GiB", "bare-textual": r"H100
 WITH_DATA = {"gputop": r"(?s)(?=.*\? Help)(?=.*GiB / 80\.0GiB)", "nvitop": r"20\.00GiB", "bare-textual": r"H100"}
 """gputop's Textual dashboard with its cards drawn (the footer, and a card's memory, which the plain table writes
 as ``GiB / 80.0GiB`` too but without the footer); the others' first frames."""
+QUIT_KEY = {"gputop": "q", "nvitop": "q", "bare-textual": "C-q"}
 
 
-def launch_once(tool: str, argv: list[str], env: dict[str, str], size: tuple[int, int], tmp: Path) -> dict[str, float]:
+def ended(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def launch_once(
+    tool: str, argv: list[str], env: dict[str, str], size: tuple[int, int], tmp: Path, settle_s: float
+) -> dict[str, float]:
     tmux = Tmux(Path(tempfile.mkdtemp(dir=tmp)) / "tmux.sock")
     try:
         tmux("new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]), "bash --norc --noprofile")
@@ -80,6 +93,14 @@ def launch_once(tool: str, argv: list[str], env: dict[str, str], size: tuple[int
             if now > 30:
                 raise RuntimeError(f"{tool} drew no frame with data in 30 s:\n{screen}")
             time.sleep(0.01)
+        time.sleep(settle_s)
+        asked = time.perf_counter()
+        tmux("send-keys", "-t", "t", QUIT_KEY.get(tool, "q"))
+        while not ended(process):
+            if time.perf_counter() - asked > 30:
+                raise RuntimeError(f"{tool} did not end in 30 s after its quit key")
+            time.sleep(0.002)
+        found["quit_s"] = time.perf_counter() - asked
         return found
     finally:
         tmux.kill()
@@ -93,6 +114,7 @@ def main() -> int:
     parser.add_argument("--tools-venv", type=Path, help="a venv with nvitop (default: this Python's)")
     parser.add_argument("--tools", default="gputop,nvitop,bare-textual")
     parser.add_argument("--before", type=Path, help="a checkout of gputop to time beside this one (gputop-before)")
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds from the frame with data to the quit key")
     args = parser.parse_args()
     size = tuple(int(n) for n in args.size.split("x"))
     assert len(size) == 2
@@ -127,19 +149,19 @@ def main() -> int:
         loads = [os.getloadavg()[0]]
         for n in range(args.rounds):
             for tool in tools if n % 2 == 0 else reversed(tools):
-                runs[tool].append(launch_once(tool, commands[tool], env, size, tmp))
+                runs[tool].append(launch_once(tool, commands[tool], env, size, tmp, args.settle))
             loads.append(os.getloadavg()[0])
     print(
         f"Launch in tmux {args.size}, {GPUS} fake GPUs / {GPU_PROCESSES} processes, gputop bytecode {args.bytecode}, "
         f"medians of {args.rounds} alternating rounds, load average {min(loads):.1f}-{max(loads):.1f}:\n"
     )
-    print("| tool | first useful frame | first dashboard frame | first frame with data | CPU at that frame |")
-    print("|---|---|---|---|---|")
+    print("| tool | first useful frame | first dashboard frame | first frame with data | CPU at that frame | quit |")
+    print("|---|---|---|---|---|---|")
     for tool, found in runs.items():
         m = {k: statistics.median(r[k] for r in found) for k in found[0]}
         print(
             f"| {tool} | {m['useful_s']:.3f} s | {m['dashboard_s']:.3f} s | {m['data_s']:.3f} s "
-            f"| {m['data_cpu_s']:.3f} s |"
+            f"| {m['data_cpu_s']:.3f} s | {m['quit_s']:.3f} s |"
         )
     return 0
 
