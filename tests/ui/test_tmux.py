@@ -107,6 +107,13 @@ def test_gputop_draws_in_tmux_and_q_quits(tmp_path: Path, tmux: Tmux, training_j
     assert "└─ pt_data_worker" in screen
     assert len(screen.splitlines()[0]) > 100
 
+    # A lone Esc is told from the start of a sequence only by the parser's timeout: the input thread, which
+    # sleeps until a key comes, must wake for that deadline too (gputop/ui/terminal.py)
+    tmux.run("send-keys", "-t", "gputop", "?")
+    tmux.wait_for("Esc, q or ? closes")
+    tmux.run("send-keys", "-t", "gputop", "Escape")
+    tmux.wait_until(lambda screen: "Esc, q or ? closes" not in screen, "the help closed by a lone Esc")
+
     tmux.run("resize-window", "-t", "gputop", "-x", "80", "-y", "24")
     tmux.wait_until(lambda screen: max(map(len, screen.splitlines())) <= 80, "a redraw at 80 columns")
 
