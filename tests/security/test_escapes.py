@@ -79,8 +79,12 @@ def test_the_dashboard_in_a_real_terminal_shows_the_escapes_and_keeps_its_title(
     try:
         driver = fake_driver(_state(job.pid))
         tmux.start_gputop("--readonly", env={k: v for k, v in driver.env().items() if k != "PYTHONUNBUFFERED"})
-        # The GPU's name in its panel, the command line in the process's row (a later frame on a busy machine).
-        tmux.wait_until(lambda s: "\\x1b]0;pwned" in s and "bash -c printf" in s, "the GPU and the process's row")
+        # The GPU's name in its panel, the command line in the process's row (a later frame on a busy machine), in
+        # the dashboard itself (its footer): the plain first frame before it shows both too, but takes no keys.
+        tmux.wait_until(
+            lambda s: "\\x1b]0;pwned" in s and "bash -c printf" in s and "⏎ Details" in s,
+            "the dashboard with the GPU and the process's row",
+        )
         tmux.run("send-keys", "-t", "gputop", "Enter")
         # The detail screen: the process's name in its title, its whole command line with the escapes as text.
         tmux.wait_until(lambda s: "x1b[31mred" in s and "\\x1b[2J" in s, "the process's name and arguments")
