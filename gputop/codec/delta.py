@@ -12,7 +12,6 @@ import dataclasses
 import json
 import operator
 import re
-import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -126,13 +125,6 @@ def _make_shape(cls: type) -> _Shape:
         classes.append(sub)
         if len(inner) == 1 and (inner[0] in (int, str, float, bool) or typing.get_origin(inner[0]) is typing.Literal):
             scalars.append(name)
-    setters = {f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)}
-    # Straight-line code, one slot store per field: a third of the time of the dataclass's __init__.
-    source = "def build(values):\n    made = new(cls)\n"
-    source += "".join(f"    set{i}(made, values[{i}])\n" for i in range(len(names)))
-    source += "    return made\n"
-    scope: dict[str, object] = {"new": object.__new__, "cls": cls, **setters}
-    exec(compile(source, f"<gputop.codec build {cls.__name__}>", "exec"), scope)
     getter = operator.attrgetter(*names)
     first = operator.attrgetter(*scalars[:2]) if scalars else (lambda obj: None)
     return _Shape(
@@ -143,7 +135,7 @@ def _make_shape(cls: type) -> _Shape:
         classes=tuple(classes),
         decoders=tuple(decoders[name] for name in names),
         values=getter if len(names) > 1 else (lambda obj: (getter(obj),)),
-        build=typing.cast("Callable[[list[object]], object]", scope["build"]),
+        build=_builder(cls, names),
         key=first,
         fields={
             name: (i, kind, decoders[name], sub, *ranges.get(name, (0.0, 0.0, False)))
@@ -154,6 +146,39 @@ def _make_shape(cls: type) -> _Shape:
         ranged=cls in RANGES,
         parts=tuple((names.index(part), names.index(whole)) for part, whole in AT_MOST.get(cls, {}).items()),
     )
+
+
+def _builder(cls: type, names: list[str]) -> Callable[[list[object]], object]:
+    """A function that makes an instance of the slotted dataclass ``cls`` with the field values given in order,
+    without its ``__init__`` (which checks nothing the decoders have not: it only stores them).
+
+    Straight-line code, one slot store per field. The stores go to an instance of a plain class with the very same
+    slots, which Python then makes a ``cls`` (its ``__class__`` assigned, which Python allows between classes of
+    one layout and checks): a frozen class's own slot descriptors take four times as long. Where Python refuses
+    the assignment, or a value stored does not read back, each is stored through ``cls``'s descriptors instead."""
+    twin = type(f"{cls.__name__}Values", (), {"__slots__": tuple(names)})
+    made: object = object.__new__(twin)
+    marks = [object() for _ in names]
+    for name, mark in zip(names, marks, strict=True):
+        setattr(made, name, mark)
+    try:
+        made.__class__ = cls
+        same = all(getattr(made, name) is mark for name, mark in zip(names, marks, strict=True))
+    except TypeError:
+        same = False
+    if not same:
+        setters = {f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)}
+        source = "def build(values):\n    made = new(cls)\n"
+        source += "".join(f"    set{i}(made, values[{i}])\n" for i in range(len(names)))
+        source += "    return made\n"
+        scope: dict[str, object] = {"new": object.__new__, "cls": cls, **setters}
+    else:
+        source = "def build(values):\n    made = new(twin)\n"
+        source += "".join(f"    made.{name} = values[{i}]\n" for i, name in enumerate(names))
+        source += "    made.__class__ = cls\n    return made\n"
+        scope = {"new": object.__new__, "cls": cls, "twin": twin}
+    exec(compile(source, f"<gputop.codec build {cls.__name__}>", "exec"), scope)
+    return typing.cast("Callable[[list[object]], object]", scope["build"])
 
 
 def delta_json(snap: Snapshot, base: Snapshot) -> bytes:
@@ -328,11 +353,6 @@ def _whole(value: object, hosts: dict[int, HostProcess], host_field: bool = Fals
     return to_plain(value)
 
 
-UNWRITTEN_HERE = threading.local()
-"""While a delta decodes in this thread: ``fields``, those its whole snapshot's writer did not write
-(``gputop.codec.decode.snapshot_unwritten``)."""
-
-
 def snapshot_from_delta(text: bytes, base: Snapshot, unwritten: frozenset[tuple[type, str]] = frozenset()) -> Snapshot:
     """The snapshot whose ``delta_json`` from ``base`` is ``text``. Raises ``ValueError``, and nothing else, on
     anything else; every value that changed is checked as ``snapshot_from_json`` checks it, and what did not
@@ -350,52 +370,58 @@ def snapshot_from_delta_value(
     fields added later than the writer of ``base`` knew, which stay not recorded."""
     if type(delta) is not dict:
         raise ValueError(f"expected an object for a snapshot's changes, not {brief(delta)}")
-    UNWRITTEN_HERE.fields = unwritten
-    try:
-        snap = _patch_snapshot(delta, base)
-    finally:
-        UNWRITTEN_HERE.fields = None
+    snap = _patch_snapshot(delta, base, _later_by_class(unwritten))
     if not isinstance(snap, Snapshot):
         raise ValueError("not a snapshot")
     return snap
 
 
-def _patch_snapshot(delta: dict[str, object], base: Snapshot) -> object:
+Later = dict[type, list[str]]
+"""The fields its whole snapshot's writer did not write (``gputop.codec.decode.snapshot_unwritten``), by class."""
+
+
+def _later_by_class(unwritten: frozenset[tuple[type, str]]) -> Later:
+    later: Later = {}
+    for cls, name in unwritten:
+        later.setdefault(cls, []).append(name)
+    return later
+
+
+def _patch_snapshot(delta: dict[str, object], base: Snapshot, later: Later) -> object:
     shape = _shape(Snapshot)
     hosts = base.host_processes
     if "host_processes" in delta:
         try:
-            hosts = typing.cast("tuple[HostProcess, ...]", _patch_items(delta["host_processes"], hosts, HostProcess))
+            hosts = typing.cast(
+                "tuple[HostProcess, ...]", _patch_items(delta["host_processes"], hosts, HostProcess, later)
+            )
         except ValueError as exc:
             raise ValueError(f"Snapshot.host_processes: {exc}") from None
     HOSTS.by_pid = {host.pid: host for host in hosts}
     try:
         values = list(shape.values(base))
         values[shape.position["host_processes"]] = hosts
-        snap = _patch_fields(delta, values, shape, skip="host_processes")
+        snap = _patch_fields(delta, values, shape, later, skip="host_processes")
     finally:
         HOSTS.by_pid = None
     return snap
 
 
-def _patch_object(delta: object, old: object, cls: type) -> object:
+def _patch_object(delta: object, old: object, cls: type, later: Later) -> object:
     if type(delta) is not dict:
         raise ValueError(f"expected an object for {cls.__name__}'s changes, not {brief(delta)}")
-    shape = _shape(cls)
-    return _patch_fields(delta, list(shape.values(old)), shape)
+    shape = _SHAPES.get(cls) or _shape(cls)
+    return _patch_fields(delta, list(shape.values(old)), shape, later)
 
 
-def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape, skip: str = "") -> object:
+def _patch_fields(
+    delta: dict[str, object], values: list[object], shape: _Shape, later: Later, skip: str = ""
+) -> object:
     """An instance of ``shape.cls`` with ``values``, the fields in ``delta`` changed. Unknown keys are ignored, as
     a whole snapshot's are."""
     fields = shape.fields
     name = ""
     marked = False
-    # Fields the recording's writer did not know (not written in its whole snapshot) are not recorded; a delta
-    # that rewrites the reasons cannot name them either, so they stay not recorded.
-    unwritten = getattr(UNWRITTEN_HERE, "fields", None)
-    later = [k for cls, k in unwritten if cls is shape.cls] if unwritten and "unavailable" in delta else []
-    where = shape.position.get("unavailable")
     try:
         for name, value in delta.items():
             field = fields.get(name)
@@ -412,15 +438,25 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
             elif kind == _FIELD_DATA or value is None or values[i] is None:
                 values[i] = decode(value)
             elif kind == _FIELD_OBJECT:
-                values[i] = _patch_object(value, values[i], typing.cast("type", sub))
+                if type(value) is not dict:
+                    raise ValueError(
+                        f"expected an object for {typing.cast('type', sub).__name__}'s changes, not {brief(value)}"
+                    )
+                inner = _SHAPES.get(typing.cast("type", sub)) or _shape(typing.cast("type", sub))
+                values[i] = _patch_fields(value, list(inner.values(values[i])), inner, later)
             else:
-                values[i] = _patch_items(value, values[i], typing.cast("type", sub))
+                values[i] = _patch_items(value, values[i], typing.cast("type", sub), later)
     except ValueError as exc:
         raise ValueError(f"{shape.cls.__name__}.{name}: {exc}") from None
-    if later and where is not None:
-        now = typing.cast("Mapping[str, str]", values[where] or {})
-        if any(k not in now for k in later):
-            values[where] = frozen_reasons({**dict.fromkeys(later, V1_NOT_RECORDED), **now})
+    # Fields the recording's writer did not know (not written in its whole snapshot) are not recorded; a delta
+    # that rewrites the reasons cannot name them either, so they stay not recorded.
+    unknown = later.get(shape.cls) if later and "unavailable" in delta else None
+    if unknown:
+        where = shape.position.get("unavailable")
+        if where is not None:
+            now = typing.cast("Mapping[str, str]", values[where] or {})
+            if any(k not in now for k in unknown):
+                values[where] = frozen_reasons({**dict.fromkeys(unknown, V1_NOT_RECORDED), **now})
     for i, field_name, limit in shape.limits:
         text = values[i]
         if isinstance(text, str) and len(text) > limit:
@@ -446,7 +482,7 @@ def _patch_fields(delta: dict[str, object], values: list[object], shape: _Shape,
     return shape.build(values)
 
 
-def _patch_items(delta: object, old: object, cls: type) -> tuple[object, ...]:
+def _patch_items(delta: object, old: object, cls: type, later: Later) -> tuple[object, ...]:
     if type(delta) is not list:
         raise ValueError(f"expected a list, not {brief(delta)}")
     if type(old) is not tuple:
@@ -465,5 +501,5 @@ def _patch_items(delta: object, old: object, cls: type) -> tuple[object, ...]:
         if type(i) is not int or not 0 <= i < len(old) or i in used:
             raise ValueError(f"expected an item, or an unused index of the list before, not {brief(i)}")
         used.add(i)
-        items.append(old[i] if changes is None else _patch_object(changes, old[i], cls))
+        items.append(old[i] if changes is None else _patch_object(changes, old[i], cls, later))
     return tuple(items)

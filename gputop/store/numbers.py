@@ -16,6 +16,7 @@ bounded: exactly the layout's count of numbers, no bytes left over.
 from __future__ import annotations
 
 import math
+import operator
 import struct
 
 MAX_DECIMALS = 6
@@ -107,9 +108,9 @@ def pack(numbers: list[int | float], layout: list[int | float]) -> bytes | None:
     return bytes(tags) + struct.pack("<" + tags.translate(_CODES).decode(), *diffs)
 
 
-def unpack(data: bytes, layout: list[int | float], cache: dict[bytes, Bases] | None = None) -> list[int | float]:
+def unpack(data: bytes, layout: list[int | float], cache: Bases | None = None) -> list[int | float]:
     """The numbers ``pack`` packed against ``layout``. Raises ``ValueError``, and nothing else, on anything else.
-    ``cache`` keeps the ``Bases`` of the last kinds of numbers read against this layout (one entry)."""
+    ``cache`` keeps what the numbers read against this layout are added to and divided by (``Bases``)."""
     count = len(layout)
     tags = data[:count]
     if len(tags) < count or tags.translate(None, _TAGS):
@@ -117,45 +118,52 @@ def unpack(data: bytes, layout: list[int | float], cache: dict[bytes, Bases] | N
     form = "<" + tags.translate(_CODES).decode()
     if struct.calcsize(form) != len(data) - count:
         raise ValueError("not as many bytes as the numbers take")
-    kinds = tags.translate(_KINDS)
-    bases = None if cache is None else cache.get(kinds)
-    if bases is None:
-        bases = Bases.of(kinds, layout)
-        if cache is not None:
-            cache.clear()
-            cache[kinds] = bases
+    bases = Bases() if cache is None else cache
+    offsets, divisors = bases.of(tags.translate(_KINDS), layout)
     return [
         (diff + offset) / divisor if divisor else diff + offset
-        for diff, offset, divisor in zip(
-            struct.unpack_from(form, data, count), bases.offsets, bases.divisors, strict=True
-        )
+        for diff, offset, divisor in zip(struct.unpack_from(form, data, count), offsets, divisors, strict=True)
     ]
 
 
 _KINDS = bytes(range(256)).translate(bytes.maketrans(bytes(range(RAW + 1)), bytes(t >> 2 for t in range(RAW + 1))))
+_DIVISORS = (0, *(10**k for k in range(MAX_DECIMALS + 1)), 1)
+"""What a packed number of each kind (``tag >> 2``) is divided by, once added to its offset: 0 for an int (not
+divided), ``10**k`` for a float of ``k`` decimals, 1 for a float packed whole."""
 
 
 class Bases:
-    """What each packed number of a kind (``tag >> 2``) is added to, and divided by (0: an int, not divided)."""
+    """What each packed number read against one layout is added to, and divided by (0: an int, not divided), by
+    the kinds (``tag >> 2``) of a row's numbers: those of the last row read, and for each kind met what a number of
+    it is added to in every place (``offsets``), so that a row whose numbers are of other kinds in a few places
+    finds them all made."""
 
-    __slots__ = ("divisors", "offsets")
+    __slots__ = ("by_kind", "divisors", "kinds", "offsets")
 
-    def __init__(self, offsets: list[int | float], divisors: list[int]) -> None:
-        self.offsets = offsets
-        self.divisors = divisors
+    def __init__(self) -> None:
+        self.kinds = b""
+        self.offsets: list[int | float] = []
+        self.divisors: list[int] = []
+        self.by_kind: dict[int, list[int | float]] = {}
 
-    @staticmethod
-    def of(kinds: bytes, layout: list[int | float]) -> Bases:
-        offsets: list[int | float] = []
-        divisors: list[int] = []
-        for kind, base in zip(kinds, layout, strict=True):
-            if kind == RAW >> 2:  # x + -0.0 is x for every float, -0.0 included (+ 0 would make it 0.0)
-                offsets.append(-0.0)
-                divisors.append(1)
-            elif not kind:
-                offsets.append(base if type(base) is int else 0)
-                divisors.append(0)
-            else:
-                offsets.append(_scaled(base, kind - 1))
-                divisors.append(10 ** (kind - 1))
-        return Bases(offsets, divisors)
+    def of(self, kinds: bytes, layout: list[int | float]) -> tuple[list[int | float], list[int]]:
+        """The offsets and divisors of numbers of ``kinds`` (as many as ``layout``'s numbers) in order."""
+        if kinds != self.kinds:
+            by_kind = self.by_kind
+            for kind in set(kinds).difference(by_kind):
+                by_kind[kind] = offsets(kind, layout)
+            self.offsets = list(map(operator.getitem, map(by_kind.__getitem__, kinds), range(len(kinds))))
+            self.divisors = list(map(_DIVISORS.__getitem__, kinds))
+            self.kinds = kinds
+        return self.offsets, self.divisors
+
+
+def offsets(kind: int, layout: list[int | float]) -> list[int | float]:
+    """What a packed number of ``kind`` is added to in each place of ``layout``: the layout's number there (an int,
+    else 0) for an int, that number scaled as the float was (``_scaled``) for a float of some decimals, and -0.0
+    for a float packed whole (``x + -0.0`` is ``x`` for every float, -0.0 included; ``+ 0`` would make it 0.0)."""
+    if kind == RAW >> 2:
+        return [-0.0] * len(layout)
+    if not kind:
+        return [base if type(base) is int else 0 for base in layout]
+    return [_scaled(base, kind - 1) for base in layout]

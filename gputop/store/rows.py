@@ -118,7 +118,7 @@ class Layout:
     slots: list[tuple[dict[str, object] | list[object], str | int]]
     """The object or list of ``value`` that holds each number, and its key or index there."""
     zdict: bytes
-    bases: dict[bytes, Bases] = dataclasses.field(default_factory=dict)
+    bases: Bases = dataclasses.field(default_factory=Bases)
     """``unpack``'s cache."""
 
     @staticmethod
@@ -176,9 +176,12 @@ def row_behind(data: object) -> int:
     return 0
 
 
-def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> tuple[Snapshot, Keyframe, int]:
+def decode_row(
+    data: object, zdict: bytes, rowid: int, key: Keyframe | None, weigh: bool = True
+) -> tuple[Snapshot, Keyframe, int]:
     """The snapshot of a format-4 row ``rowid``, the whole snapshot the rows after it change, and at most how much
-    memory the snapshot holds besides that whole snapshot's (``decoded_bytes``; 0 for a whole one): the row's own
+    memory the snapshot holds besides that whole snapshot's (``decoded_bytes``; 0 for a whole one, and without
+    ``weigh``, where no one counts it, 0 for any): the row's own
     if it is one (decoded with the recording's preset dictionary ``zdict``), else ``key``, which a delta needs,
     with its ``reference`` once that is read. Raises ``ValueError``, and nothing else, on bad data, or a delta
     whose whole snapshot (or, after the first, the first delta) is not at hand. A delta's snapshot shares the
@@ -195,13 +198,14 @@ def decode_row(data: object, zdict: bytes, rowid: int, key: Keyframe | None) -> 
         raise ValueError(f"the changes from row {rowid - behind}, whose first changes cannot be read")
     assert isinstance(data, bytes)
     if data[:1] == NUMBERS and behind > 1:
-        return _decode_numbers(data, key)
+        return _decode_numbers(data, key, weigh)
     text = inflate(data[2:], delta_dictionary(key.text, key.reference if behind > 1 else None))
     snap = snapshot_from_delta(text, key.snapshot, key.unwritten)
-    return snap, dataclasses.replace(key, reference=text) if behind == 1 else key, decoded_bytes(text)
+    own = decoded_bytes(text) if weigh else 0
+    return snap, dataclasses.replace(key, reference=text) if behind == 1 else key, own
 
 
-def _decode_numbers(data: bytes, key: Keyframe) -> tuple[Snapshot, Keyframe, int]:
+def _decode_numbers(data: bytes, key: Keyframe, weigh: bool) -> tuple[Snapshot, Keyframe, int]:
     """``decode_row`` of a row of numbers: the first delta's value with the row's numbers in their places, decoded
     as that delta is. Its memory is counted as the first delta's, which has as many values."""
     reference = key.reference
@@ -214,7 +218,7 @@ def _decode_numbers(data: bytes, key: Keyframe) -> tuple[Snapshot, Keyframe, int
     assert key.layout is not None
     numbers = unpack(inflate(data[2:], key.layout.zdict), key.layout.numbers, key.layout.bases)
     snap = snapshot_from_delta_value(key.layout.filled(numbers), key.snapshot, key.unwritten)
-    return snap, key, decoded_bytes(reference)
+    return snap, key, decoded_bytes(reference) if weigh else 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -291,7 +295,7 @@ class RowReader:
         reads them): a delta whose whole snapshot was not the last read does not decode."""
         if not self._chained:
             return snapshot_from_json(inflate(data, zdict))
-        snap, self._key, _ = decode_row(data, zdict, rowid, self._key)
+        snap, self._key, _ = decode_row(data, zdict, rowid, self._key, weigh=False)
         return snap
 
     def read_at(self, data: object, zdict: bytes, rowid: int, fetch: Callable[[int], object]) -> WeighedSnapshot:

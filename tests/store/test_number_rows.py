@@ -15,7 +15,7 @@ import pytest
 from gputop.codec import MAX_SNAPSHOT_BYTES
 from gputop.model import Snapshot
 from gputop.store import Recorder, RecordingError, open_recording
-from gputop.store.numbers import RAW, pack, unpack
+from gputop.store.numbers import RAW, Bases, pack, unpack
 from gputop.store.rows import NUMBERS
 from tests.ui import training_scenes
 
@@ -35,6 +35,26 @@ def test_a_number_that_cannot_be_packed_leaves_the_row_to_be_written_otherwise()
     assert pack([math.nan], [1.0]) is None
     assert pack([math.inf], [1.0]) is None
     assert pack([2**64], [0]) is None  # beyond 8 bytes of difference
+
+
+def test_rows_read_against_one_layout_through_its_cache_come_back_as_read_alone() -> None:
+    layout: list[int | float] = [7, 2.5, 0.1, 1e300, 5, 3.0, 12.0, 1.0, 0.0, 2**62]
+    rows: list[list[int | float]] = [
+        [8, 2.5, 0.2, 1e300, 6, 3.0, 12.5, 1.0, 0.0, 2**62],
+        [9, 2.75, 0.25, -1e-300, 5, -0.0, 12.0, 1.5, 5e-324, 1],  # numbers of other kinds in some places
+        [8, 2.5, 0.2, 1e300, 6, 3.0, 12.5, 1.0, 0.0, 2**62],  # the kinds of two rows before
+        [-(2**62), 1 / 3, 0.1, 2.0, 5, 3.25, 1e20, 123456.789012, 0.0, 3],
+    ]
+    cache = Bases()
+    for numbers in rows:
+        data = pack(numbers, layout) or b""
+        through, alone = unpack(data, layout, cache), unpack(data, layout)
+        assert [(type(n), struct.pack("<d", n) if type(n) is float else n) for n in through] == [
+            (type(n), struct.pack("<d", n) if type(n) is float else n) for n in alone
+        ]
+        assert [(type(n), struct.pack("<d", n) if type(n) is float else n) for n in alone] == [
+            (type(n), struct.pack("<d", n) if type(n) is float else n) for n in numbers
+        ]
 
 
 @pytest.mark.parametrize(
