@@ -76,17 +76,20 @@ class _RuleState:
         self.held_s = _held_between(self.evaluations) if held else 0.0
         self._recount = len(self.evaluations)
 
-    def record(self, time: float, held: bool, hold_s: float) -> float | None:
-        """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window.
-        At most ``MAX_HISTORY_SAMPLES`` are kept, the oldest dropped first."""
+    def add(self, time: float, held: bool, hold_s: float) -> None:
+        """Add an evaluation, where its share is not asked for (nothing raised, nothing to raise): what ``record``
+        keeps of it. At most ``MAX_HISTORY_SAMPLES`` are kept, the oldest dropped first."""
         evaluations = self.evaluations
-        if not evaluations or evaluations[-1][1] != held:
-            self.run_from = time
         if evaluations:
-            if time < evaluations[-1][0]:
+            last_at, last_held = evaluations[-1]
+            if last_held != held:
+                self.run_from = time
+            if time < last_at:
                 self._inversions += 1
             elif held:
-                self.held_s += time - evaluations[-1][0]
+                self.held_s += time - last_at
+        else:
+            self.run_from = time
         evaluations.append((time, held))
         start = time - hold_s
         while len(evaluations) > 1 and (evaluations[1][0] <= start or len(evaluations) > MAX_HISTORY_SAMPLES):
@@ -97,13 +100,21 @@ class _RuleState:
                 self.held_s -= second - first
         if self._inversions:
             self._recount = 0  # the running total is summed anew once the evaluations are in order again
-            if evaluations[0][0] > start:
-                return None
-            return _share_of(evaluations, start, hold_s) if hold_s > 0 else float(held)
+            return
         self._recount -= 1
         if self._recount <= 0:
             self._recount = len(evaluations)
             self.held_s = _held_between(evaluations)
+
+    def record(self, time: float, held: bool, hold_s: float) -> float | None:
+        """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window."""
+        self.add(time, held, hold_s)
+        evaluations = self.evaluations
+        start = time - hold_s
+        if self._inversions:
+            if evaluations[0][0] > start:
+                return None
+            return _share_of(evaluations, start, hold_s) if hold_s > 0 else float(held)
         first_at = evaluations[0][0]
         if first_at > start:
             return None
@@ -379,7 +390,7 @@ class Advisor:
                         state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
                     finding = rule.check(window, config)
                     if finding is None and state.advice is None:
-                        state.record(at, False, hold_s)  # nothing raised, nothing to raise
+                        state.add(at, False, hold_s)  # nothing raised, nothing to raise
                     else:
                         self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
                 verdicts.append(finding)

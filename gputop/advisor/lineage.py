@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections.abc import Hashable, Sequence
-from typing import TypeVar, cast
+from typing import Any, TypeVar
 
 from gputop.advisor.readers import Reader
 from gputop.advisor.samples import JobSample
@@ -27,7 +27,7 @@ class _Column:
 
     __slots__ = ("known", "ordered", "ordered_of", "samples", "seen", "sums", "sums_of", "tally_of", "true", "values")
 
-    def __init__(self, samples: tuple[JobSample, ...], values: list[object], seen: int) -> None:
+    def __init__(self, samples: tuple[JobSample, ...], values: list[Any], seen: int) -> None:
         self.seen = seen
         """The tick it was last brought forward in (``Lineage.tick``)."""
         self.samples = samples
@@ -40,7 +40,7 @@ class _Column:
         self.sums_of: tuple[JobSample, ...] | None = None
 
 
-_NOTHING: list[object] = []
+_NOTHING: list[Any] = []
 
 
 class Lineage:
@@ -89,11 +89,12 @@ class Lineage:
 
     def read(self, reader: Reader[T], samples: tuple[JobSample, ...]) -> list[T]:
         """``reader`` of every sample: the last window's column, less the samples dropped, plus the samples added."""
-        return cast(list[T], self._advance(reader, samples)[0].values)
+        values: list[T] = self._advance(reader, samples)[0].values
+        return values
 
     def _advance(
         self, reader: Reader[object], samples: tuple[JobSample, ...]
-    ) -> tuple[_Column, tuple[JobSample, ...] | None, list[object], list[object]]:
+    ) -> tuple[_Column, tuple[JobSample, ...] | None, list[Any], list[Any]]:
         """The column of ``reader`` brought to ``samples``, with the samples it stood for before (None where it was
         read anew) and the values dropped and added since."""
         key = reader.id
@@ -120,7 +121,7 @@ class Lineage:
         if kept == len(samples) - 1:
             sample = samples[-1]
             readings = sample.readings
-            value = readings.get(key, _UNREAD)
+            value: Any = readings.get(key, _UNREAD)
             if value is _UNREAD:
                 value = readings[key] = reader.read(sample)
             added = [value]
@@ -135,25 +136,65 @@ class Lineage:
     def median(self, reader: Reader[float | None], samples: tuple[JobSample, ...]) -> float | None:
         """The median of ``reader`` over ``samples``, from the last window's values in order, less the values of the
         samples dropped, plus those of the samples added (where they are all plain numbers)."""
+        column = self.columns.get(reader.id)
+        if column is not None and column.ordered_of is (last := column.samples) and last is not samples:
+            n = len(last)
+            if n > 1 and n == len(samples) and last[1] is samples[0] and last[-1] is samples[-2]:
+                return self._median_step(column, reader, samples)
         column, before, gone, added = self._advance(reader, samples)
         ordered = column.ordered
         if before is not None and column.ordered_of is before:
             if not _same_one(gone, added):
                 for value in gone:
                     if value is not None:
-                        del ordered[bisect.bisect_left(ordered, cast(float, value))]
+                        del ordered[bisect.bisect_left(ordered, value)]
                 for value in added:
                     if value is not None:
                         if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
                             column.ordered_of = None
-                            return median_of([cast(float, v) for v in column.values if v is not None])
-                        bisect.insort_right(ordered, cast(float, value))
+                            return median_of([v for v in column.values if v is not None])
+                        bisect.insort_right(ordered, value)
         else:
-            known = [cast(float, v) for v in column.values if v is not None]
+            known: list[float] = [v for v in column.values if v is not None]
             if not all(v == v for v in known):
                 column.ordered_of = None
                 return median_of(known)
             ordered = column.ordered = sorted(known)
+        column.ordered_of = samples
+        n = len(ordered)
+        if not n:
+            return None
+        middle = n // 2
+        return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+    def _median_step(
+        self, column: _Column, reader: Reader[float | None], samples: tuple[JobSample, ...]
+    ) -> float | None:
+        """``median`` over a tick's usual step, one sample out and one in, from values in order that stand for the
+        samples before it: what ``_advance`` and ``median`` make of it, without the lists of the values dropped and
+        added."""
+        column.seen = self.tick
+        key = reader.id
+        sample = samples[-1]
+        readings = sample.readings
+        value: Any = readings.get(key, _UNREAD)
+        if value is _UNREAD:
+            value = readings[key] = reader.read(sample)
+        old = column.values
+        gone = old[0]
+        values = old[1:]
+        values.append(value)
+        column.samples = samples
+        column.values = values
+        ordered = column.ordered
+        if not (gone is value or (type(gone) is type(value) and gone == value and gone != 0)):  # as _same_one
+            if gone is not None:
+                del ordered[bisect.bisect_left(ordered, gone)]
+            if value is not None:
+                if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                    column.ordered_of = None
+                    return median_of([v for v in values if v is not None])
+                bisect.insort_right(ordered, value)
         column.ordered_of = samples
         n = len(ordered)
         if not n:
@@ -167,14 +208,14 @@ class Lineage:
         column, before, gone, added = self._advance(reader, samples)
         if before is not None and column.sums_of is before:
             sums = column.sums
-            for value in cast(list[tuple[int, ...]], gone):
+            for value in gone:
                 for place, n in enumerate(value):
                     sums[place] -= n
-            for value in cast(list[tuple[int, ...]], added):
+            for value in added:
                 for place, n in enumerate(value):
                     sums[place] += n
         else:
-            values = cast(list[tuple[int, ...]], column.values)
+            values = column.values
             sums = column.sums = [sum(place) for place in zip(*values)] if values else []
         column.sums_of = samples
         return sums
@@ -193,13 +234,13 @@ class Lineage:
                 if value is not None:
                     if type(value) is not bool:
                         column.tally_of = None
-                        return share_of(cast(list[bool | None], column.values))
+                        return share_of(column.values)
                     known += 1
                     true += value
         else:
             if any(v is not None and type(v) is not bool for v in column.values):
                 column.tally_of = None
-                return share_of(cast(list[bool | None], column.values))
+                return share_of(column.values)
             known = sum(v is not None for v in column.values)
             true = sum(v is True for v in column.values)
         column.known, column.true, column.tally_of = known, true, samples
@@ -247,7 +288,7 @@ def _shift(before: tuple[JobSample, ...], after: tuple[JobSample, ...]) -> tuple
 def reading(sample: JobSample, reader: Reader[T]) -> T:
     """What ``reader`` gives for ``sample``: read once, then kept on the sample."""
     readings = sample.readings
-    value = readings.get(reader.id, _UNREAD)
+    value: Any = readings.get(reader.id, _UNREAD)
     if value is _UNREAD:
         value = readings[reader.id] = reader.read(sample)
-    return cast(T, value)
+    return value  # what ``reader`` gave: each reader is kept by its own id

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar
 
 from gputop.advisor.lineage import Lineage, median_of, reading, share_of
 from gputop.advisor.readers import Reader
@@ -70,8 +71,10 @@ def replay_config(asked_s: float | None, recorded_s: float | None) -> AdvisorCon
     return AdvisorConfig() if window_s is None else AdvisorConfig(window_s=window_s)
 
 
-def _time(sample: JobSample) -> float:
-    return sample.time
+_MISSING = object()
+
+
+_time: Callable[[JobSample], float] = operator.attrgetter("time")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +89,7 @@ class JobWindow:
 
     samples: tuple[JobSample, ...]
     lineage: Lineage | None = field(default=None, repr=False, compare=False)
-    _memo: dict[Hashable, object] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def latest(self) -> JobSample:
@@ -111,7 +114,7 @@ class JobWindow:
             else:
                 recent = tuple(s for s in samples if s.time >= since)
             found = self._memo[key] = JobWindow(recent, None if lineage is None else lineage.child(key))
-        return cast(JobWindow, found)
+        return found  # a JobWindow: each key is asked of one method
 
     def where(self, test: Reader[bool]) -> JobWindow:
         """The samples for which ``test`` is true."""
@@ -121,7 +124,18 @@ class JobWindow:
             samples = tuple(itertools.compress(self.samples, self._read(test)))
             lineage = self.lineage
             found = self._memo[key] = JobWindow(samples, None if lineage is None else lineage.child(key))
-        return cast(JobWindow, found)
+        return found
+
+    def recent(self, seconds: float) -> JobWindow | None:
+        """The samples of the last ``seconds`` where they cover them (``covers``), else None: worked out once per
+        window, as every rule asks."""
+        key = ("recent", seconds)
+        memo = self._memo
+        found = memo.get(key, _MISSING)
+        if found is _MISSING:
+            last = self.last(seconds)
+            found = memo[key] = last if last.covers(seconds) else None
+        return found
 
     def covers(self, seconds: float) -> bool:
         """Whether there are enough samples, spread over most of ``seconds``, to judge a window."""
@@ -156,12 +170,15 @@ class JobWindow:
         return [(s.time, v) for s, v in zip(self.samples, self._read(reader)) if v is not None]
 
     def median(self, reader: Reader[float | None]) -> float | None:
-        key = ("median", reader.id)
+        """The median of ``reader``'s known values (None where none is known), kept by the reader itself: no other
+        key of the window's is a reader."""
         memo = self._memo
-        if key in memo:
-            return cast("float | None", memo[key])
-        lineage = self.lineage
-        found = memo[key] = median_of(self.values(reader)) if lineage is None else lineage.median(reader, self.samples)
+        found = memo.get(reader, _MISSING)
+        if found is _MISSING:
+            lineage = self.lineage
+            found = memo[reader] = (
+                median_of(self.values(reader)) if lineage is None else lineage.median(reader, self.samples)
+            )
         return found
 
     def share(self, test: Reader[bool | None]) -> float | None:
@@ -184,4 +201,4 @@ class JobWindow:
         memo = self._memo
         if key not in memo:
             memo[key] = compute()
-        return cast(T, memo[key])  # what compute() gave: each key is asked with one compute
+        return memo[key]  # what compute() gave: each key is asked with one compute

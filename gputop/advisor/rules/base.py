@@ -95,17 +95,13 @@ def count(n: int, noun: str) -> str:
 def recent_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
     """The last window of ``w``, or None while the samples do not cover one yet (worked out once per window:
     every rule asks)."""
-    return w.cached(("recent", config.window_s), lambda: _covered(w.last(config.window_s), config.window_s))
+    return w.recent(config.window_s)
 
 
 def timed_window(w: JobWindow, config: AdvisorConfig) -> JobWindow | None:
     """``recent_window``, for a process whose probe reports its step anatomy now; None otherwise (and cheaply:
     most processes have none)."""
     return None if w.latest.step is None else recent_window(w, config)
-
-
-def _covered(recent: JobWindow, seconds: float) -> JobWindow | None:
-    return recent if recent.covers(seconds) else None
 
 
 def loader_line(sample: JobSample) -> str:
