@@ -77,8 +77,10 @@ def short_id(*parts: object) -> str:
     return hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:8]
 
 
-def find_jobs(snap: Snapshot, host: str | None = None) -> tuple[Job, ...]:
-    """The jobs of one snapshot; ``host`` names the machine it comes from (None: this one)."""
+def find_jobs(snap: Snapshot, host: str | None = None, singles: bool = True) -> tuple[Job, ...]:
+    """The jobs of one snapshot; ``host`` names the machine it comes from (None: this one). Without ``singles``,
+    the training processes that are no job of several (``JOB_SINGLE``) are left out, and their ids not worked out:
+    the advisor, which judges only jobs of several ranks, asks at every snapshot."""
     views = [v for v in snap.training if v.trains and v.role != ROLE_TORCHRUN_AGENT]
     parent_view = {rank: v for v in snap.training for rank in v.ranks}
     hosts = {h.pid: h for h in snap.host_processes}
@@ -101,7 +103,8 @@ def find_jobs(snap: Snapshot, host: str | None = None) -> tuple[Job, ...]:
     for key, members in groups.items():
         user = key[-1] if isinstance(key[-1], str) else None
         if key[0] == "parent" and (len(members) == 1 or key[2] is None):
-            jobs += [_single(v, host, user) for v in members]
+            if singles:
+                jobs += [_single(v, host, user) for v in members]
             continue
         kind: JobKind = JOB_TORCHRUN if key[0] == JOB_TORCHRUN else JOB_PROCESSES
         ranks = tuple(sorted((_rank(v, host) for v in members), key=_rank_order))

@@ -36,7 +36,7 @@ rule on GPU N with no watched process on it."""
 IDLE_GPU = "gpu:"
 
 
-@dataclass
+@dataclass(slots=True)
 class _RuleState:
     """One rule for one process: recent evaluations ``(time, held)`` and the advice raised, if any.
 
@@ -253,14 +253,13 @@ class ProcessState:
         age_s = samples[0].age_s
         if age_s is not None and age_s < th.HOST_WARMUP_S:
             return None
-        now = samples[-1].time
-        offsets = [s.time - now for s in samples]
+        offsets = tuple(map(operator.sub, map(_TIME, samples), itertools.repeat(samples[-1].time)))
         for span_s in spans_s:
             # A sample a rounding error from a window's start may fall in it at one tick and out at the next.
             near = bisect.bisect_left(offsets, -span_s - _ROUNDING_S)
             if near < len(offsets) and offsets[near] < -span_s + _ROUNDING_S and offsets[near] != -span_s:
                 return None
-        return (first, tuple(offsets))
+        return (first, offsets)
 
     def catch_up(self, hold_s: dict[str, float]) -> None:
         """Make evaluations of the ticks passed over, each the same as the rule's last one."""
@@ -273,6 +272,7 @@ class ProcessState:
 _CONTENT = ("view", "host", "gpus", "gpu_rows", "worker_gpu_rows", "rss_bytes", "local_ranks", "loader", "process")
 """What a sample holds but its time and age (``age_s``, its time less the process's start)."""
 _UNJUDGED = object()
+_TIME = operator.attrgetter("time")
 _ROUNDING_S = 1e-6
 MAX_PASSED = 256
 """Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
@@ -347,8 +347,8 @@ class Advisor:
         if not self._judged.take(now, config.min_gap_s):
             return self.active
         oldest = now - config.history_s
-        rules = [(rule, rule.hold_s(config)) for rule in self.rules]
-        hold_of = {rule.id: hold_s for rule, hold_s in rules}
+        rules = [(rule, rule.id, rule.check, rule.gpu, rule.step, rule.hold_s(config)) for rule in self.rules]
+        hold_of = {rule_id: hold_s for _, rule_id, _, _, _, hold_s in rules}
         spans_s = (config.window_s, config.gpu_idle_s, config.history_s)
         watched = self._views(snap)
         windows: dict[int, JobWindow] = {}
@@ -379,20 +379,20 @@ class Advisor:
             trains = view.trains
             timed = latest.step is not None
             verdicts: list[object] = []
-            for rule, hold_s in rules:
+            for rule, rule_id, check, gpu, step, hold_s in rules:
                 finding: object = _UNJUDGED
-                if rule.gpu or trains:
-                    state = states.get(rule.id)
-                    if state is None and rule.step and not timed:
-                        verdicts.append(finding)
-                        continue  # nothing to judge before the probe reports a step
+                if gpu or trains:
+                    state = states.get(rule_id)
                     if state is None:
-                        state = states[rule.id] = self._states[(pid, rule.id)] = _RuleState()
-                    finding = rule.check(window, config)
+                        if step and not timed:
+                            verdicts.append(finding)
+                            continue  # nothing to judge before the probe reports a step
+                        state = states[rule_id] = self._states[(pid, rule_id)] = _RuleState()
+                    finding = check(window, config)
                     if finding is None and state.advice is None:
                         state.add(at, False, hold_s)  # nothing raised, nothing to raise
                     else:
-                        self._hold(state, (pid, rule.id), at, hold_s, finding, rule, pid)
+                        self._hold(state, (pid, rule_id), at, hold_s, finding, rule, pid)
                 verdicts.append(finding)
             same = (
                 key is not None
@@ -405,7 +405,7 @@ class Advisor:
         alive = windows.keys()
         if self.pid is None:
             self._judge_idle_gpus(snap, {index for pid in alive for index in self._gpus[pid]})
-        jobs = [j for j in find_jobs(snap) if len(j.ranks) > 1 and set(j.pids) <= alive]
+        jobs = [j for j in find_jobs(snap, singles=False) if len(j.ranks) > 1 and set(j.pids) <= alive]
         for job in jobs:
             self._jobs[job.id] = job
             for job_rule in self.job_rules:

@@ -135,66 +135,64 @@ class Lineage:
 
     def median(self, reader: Reader[float | None], samples: tuple[JobSample, ...]) -> float | None:
         """The median of ``reader`` over ``samples``, from the last window's values in order, less the values of the
-        samples dropped, plus those of the samples added (where they are all plain numbers)."""
-        column = self.columns.get(reader.id)
-        if column is not None and column.ordered_of is (last := column.samples) and last is not samples:
-            n = len(last)
-            if n > 1 and n == len(samples) and last[1] is samples[0] and last[-1] is samples[-2]:
-                return self._median_step(column, reader, samples)
-        column, before, gone, added = self._advance(reader, samples)
-        ordered = column.ordered
-        if before is not None and column.ordered_of is before:
-            if not _same_one(gone, added):
-                for value in gone:
-                    if value is not None:
-                        del ordered[bisect.bisect_left(ordered, value)]
-                for value in added:
-                    if value is not None:
-                        if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
-                            column.ordered_of = None
-                            return median_of([v for v in column.values if v is not None])
-                        bisect.insort_right(ordered, value)
-        else:
-            known: list[float] = [v for v in column.values if v is not None]
-            if not all(v == v for v in known):
-                column.ordered_of = None
-                return median_of(known)
-            ordered = column.ordered = sorted(known)
-        column.ordered_of = samples
-        n = len(ordered)
-        if not n:
-            return None
-        middle = n // 2
-        return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        samples dropped, plus those of the samples added (where they are all plain numbers).
 
-    def _median_step(
-        self, column: _Column, reader: Reader[float | None], samples: tuple[JobSample, ...]
-    ) -> float | None:
-        """``median`` over a tick's usual step, one sample out and one in, from values in order that stand for the
-        samples before it: what ``_advance`` and ``median`` make of it, without the lists of the values dropped and
-        added."""
-        column.seen = self.tick
+        A tick's usual step, one sample out and one in from the samples the values in order stand for, is made
+        here as ``_advance`` would make it, without its lists of the values dropped and added."""
         key = reader.id
-        sample = samples[-1]
-        readings = sample.readings
-        value: Any = readings.get(key, _UNREAD)
-        if value is _UNREAD:
-            value = readings[key] = reader.read(sample)
-        old = column.values
-        gone = old[0]
-        values = old[1:]
-        values.append(value)
-        column.samples = samples
-        column.values = values
-        ordered = column.ordered
-        if not (gone is value or (type(gone) is type(value) and gone == value and gone != 0)):  # as _same_one
-            if gone is not None:
-                del ordered[bisect.bisect_left(ordered, gone)]
-            if value is not None:
-                if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+        column = self.columns.get(key)
+        last = None if column is None else column.samples
+        if (
+            column is not None
+            and last is not None
+            and column.ordered_of is last
+            and last is not samples
+            and (n := len(last)) > 1
+            and n == len(samples)
+            and last[1] is samples[0]
+            and last[-1] is samples[-2]
+        ):
+            column.seen = self.tick
+            sample = samples[-1]
+            readings = sample.readings
+            value: Any = readings.get(key, _UNREAD)
+            if value is _UNREAD:
+                value = readings[key] = reader.read(sample)
+            old = column.values
+            gone = old[0]
+            values = old[1:]
+            values.append(value)
+            column.samples = samples
+            column.values = values
+            ordered = column.ordered
+            if not (gone is value or (type(gone) is type(value) and gone == value and gone != 0)):  # as _same_one
+                if gone is not None:
+                    del ordered[bisect.bisect_left(ordered, gone)]
+                if value is not None:
+                    if value != value:  # NaN: not ordered; the window is sorted anew while it holds one
+                        column.ordered_of = None
+                        return median_of([v for v in values if v is not None])
+                    bisect.insort_right(ordered, value)
+        else:
+            column, before, dropped, added = self._advance(reader, samples)
+            ordered = column.ordered
+            if before is not None and column.ordered_of is before:
+                if not _same_one(dropped, added):
+                    for value in dropped:
+                        if value is not None:
+                            del ordered[bisect.bisect_left(ordered, value)]
+                    for value in added:
+                        if value is not None:
+                            if value != value:  # NaN, as above
+                                column.ordered_of = None
+                                return median_of([v for v in column.values if v is not None])
+                            bisect.insort_right(ordered, value)
+            else:
+                known: list[float] = [v for v in column.values if v is not None]
+                if not all(v == v for v in known):
                     column.ordered_of = None
-                    return median_of([v for v in values if v is not None])
-                bisect.insort_right(ordered, value)
+                    return median_of(known)
+                ordered = column.ordered = sorted(known)
         column.ordered_of = samples
         n = len(ordered)
         if not n:

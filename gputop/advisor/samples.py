@@ -145,10 +145,14 @@ def _index(snap: Snapshot) -> _SnapshotIndex:
     return index
 
 
-def _worker_rows(snap: Snapshot, view: TrainingView) -> tuple[GpuProcess, ...]:
+def _worker_rows(snap: Snapshot, view: TrainingView, rows: dict[int, tuple[GpuProcess, ...]]) -> tuple[GpuProcess, ...]:
+    """The rows of the view's workers in NVML's process list, in its order; ``rows``: the snapshot's rows by PID, which
+    tell at once that none is (workers usually hold no CUDA context)."""
     if not view.workers:
         return ()
     workers = {w.pid for w in view.workers}
+    if rows.keys().isdisjoint(workers):
+        return ()
     return tuple(p for p in snap.processes if p.pid in workers)
 
 
@@ -163,9 +167,9 @@ def sample_of(snap: Snapshot, view: TrainingView, local_ranks: int = 1) -> JobSa
         time=snap.time,
         view=view,
         host=snap.host,
-        gpus=tuple(g for g in snap.gpus if g.index in indexes),
+        gpus=tuple(g for g in snap.gpus if g.index in indexes) if indexes else (),
         gpu_rows=rows,
-        worker_gpu_rows=_worker_rows(snap, view),
+        worker_gpu_rows=_worker_rows(snap, view, index.rows),
         rss_bytes=host.rss_bytes if host is not None else None,
         age_s=None if start is None else max(0.0, snap.time - start),
         local_ranks=max(1, local_ranks),

@@ -183,10 +183,13 @@ class JobWindow:
 
     def share(self, test: Reader[bool | None]) -> float | None:
         """The share of samples for which ``test`` is true, among those where it is known."""
-        lineage = self.lineage
-        if lineage is None:
-            return self.cached(("share", test.id), lambda: share_of(self._read(test)))
-        return self.cached(("share", test.id), lambda: lineage.share(test, self.samples))
+        key = ("share", test)
+        memo = self._memo
+        found = memo.get(key, _MISSING)
+        if found is _MISSING:
+            lineage = self.lineage
+            found = memo[key] = share_of(self._read(test)) if lineage is None else lineage.share(test, self.samples)
+        return found
 
     def total(self, reader: Reader[tuple[int, ...]]) -> list[int]:
         """The sums, place by place, of ``reader``'s tuples of whole numbers over the samples (none without

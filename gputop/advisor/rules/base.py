@@ -65,7 +65,7 @@ def remembered(w: JobWindow, rule: str, inputs: tuple[object, ...], build: Calla
     lineage = w.lineage
     if lineage is None:
         return build(*inputs)
-    kinds = tuple(type(v) for v in inputs)
+    kinds = tuple(map(type, inputs))
     last = lineage.findings.get(rule)
     if last is not None and last[0] == (kinds, inputs) and isinstance(last[1], Finding):
         return last[1]

@@ -202,9 +202,13 @@ def gpu_idle(w: JobWindow, config: AdvisorConfig) -> Finding | None:
 def _gives(reasons: Collection[ThrottleReason]) -> Callable[[JobSample], bool | None]:
     """Whether a GPU of a sample gives any of ``reasons``; None where none reports its reasons."""
 
+    wanted = frozenset(reasons)
+
     def test(sample: JobSample) -> bool | None:
         known = [g.throttle_reasons for g in sample.gpus if g.throttle_reasons is not None]
-        return any(r in reasons for rs in known for r in rs) if known else None
+        if not known:
+            return None
+        return not all(map(wanted.isdisjoint, known))
 
     return test
 
