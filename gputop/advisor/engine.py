@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from gputop.advisor import thresholds as th
 from gputop.advisor.lineage import Lineage
 from gputop.advisor.rules import JOB_RULES, RULES, Finding, JobFinding, JobRule, Rule
+from gputop.advisor.rules.base import Check
 from gputop.advisor.samples import JobSample, sample_of
 from gputop.advisor.window import MAX_HISTORY_SAMPLES, AdvisorConfig, JobWindow
 from gputop.jobs import Job, find_jobs
@@ -183,6 +184,23 @@ class _JudgedTimes:
         return True
 
 
+class _RuleTable:
+    """What the engine reads of its rules at every tick, by rule: its id, check, whether it is a GPU rule or a step
+    rule, and how long it holds under ``config``; the ids of the GPU rules; the spans a window is cut at."""
+
+    __slots__ = ("config", "gpu_rules", "hold_of", "rows", "rules", "spans_s")
+
+    def __init__(self, rules: tuple[Rule, ...], config: AdvisorConfig) -> None:
+        self.rules = rules
+        self.config = config
+        self.rows: tuple[tuple[Rule, str, Check, bool, bool, float], ...] = tuple(
+            (rule, rule.id, rule.check, rule.gpu, rule.step, rule.hold_s(config)) for rule in rules
+        )
+        self.hold_of: dict[str, float] = {rule.id: rule.hold_s(config) for rule in rules}
+        self.gpu_rules: tuple[str, ...] = tuple(rule.id for rule in rules if rule.gpu)
+        self.spans_s: tuple[float, float, float] = (config.window_s, config.gpu_idle_s, config.history_s)
+
+
 class ProcessState:
     """What the rules keep of one watched process: its samples over ``history_s``, oldest first, the lineage of the
     windows made of them, and the state of each of its rules, by rule id.
@@ -203,11 +221,14 @@ class ProcessState:
         "samples",
         "settled",
         "states",
+        "times",
         "verdicts",
     )
 
     def __init__(self) -> None:
         self.samples: deque[JobSample] = deque()
+        self.times: deque[float] = deque()
+        """The samples' times, in their order: ``steady_key`` reads them all at every tick."""
         self.lineage = Lineage()
         self.states: dict[str, _RuleState] = {}
         self.inversions = 0
@@ -232,8 +253,11 @@ class ProcessState:
         if not samples or not same_but_time(samples[-1], sample):
             self.run_first = sample
         samples.append(sample)
+        times = self.times
+        times.append(sample.time)
         while samples[0].time < oldest or len(samples) > MAX_HISTORY_SAMPLES:
             gone = samples.popleft()
+            times.popleft()
             if samples[0].time < gone.time:
                 self.inversions -= 1
         self.lineage.ordered = not self.inversions
@@ -253,7 +277,7 @@ class ProcessState:
         age_s = samples[0].age_s
         if age_s is not None and age_s < th.HOST_WARMUP_S:
             return None
-        offsets = tuple(map(operator.sub, map(_TIME, samples), itertools.repeat(samples[-1].time)))
+        offsets = tuple(map(operator.sub, self.times, itertools.repeat(samples[-1].time)))
         for span_s in spans_s:
             # A sample a rounding error from a window's start may fall in it at one tick and out at the next.
             near = bisect.bisect_left(offsets, -span_s - _ROUNDING_S)
@@ -272,19 +296,18 @@ class ProcessState:
 _CONTENT = ("view", "host", "gpus", "gpu_rows", "worker_gpu_rows", "rss_bytes", "local_ranks", "loader", "process")
 """What a sample holds but its time and age (``age_s``, its time less the process's start)."""
 _UNJUDGED = object()
-_TIME = operator.attrgetter("time")
 _ROUNDING_S = 1e-6
 MAX_PASSED = 256
 """Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
 
 
+_CONTENT_OF = operator.attrgetter(*_CONTENT)
+
+
 def same_but_time(a: JobSample, b: JobSample) -> bool:
-    """Whether two samples of a process hold the same but for their time."""
-    for name in _CONTENT:
-        x, y = getattr(a, name), getattr(b, name)
-        if x is not y and x != y:
-            return False
-    return True
+    """Whether two samples of a process hold the same but for their time: each of their ``_CONTENT`` the same
+    object or equal, as tuples compare them."""
+    return bool(_CONTENT_OF(a) == _CONTENT_OF(b))
 
 
 def advice_of(
@@ -335,6 +358,10 @@ class Advisor:
         self._gpus: dict[int, tuple[int, ...]] = {}
         """The GPUs each process was last seen on, to give a GPU's finding once."""
         self._judged = _JudgedTimes()
+        self._rule_table: _RuleTable | None = None
+        self._idle_subjects: set[int | str] = set()
+        """The GPUs no watched process is on that have rule states (``IDLE_GPU`` and the index), kept as their
+        states come and go instead of found among every state at every tick."""
 
     def update(self, snap: Snapshot) -> tuple[Advice, ...]:
         """Take one snapshot into account; returns the findings active after it, most urgent first.
@@ -347,9 +374,8 @@ class Advisor:
         if not self._judged.take(now, config.min_gap_s):
             return self.active
         oldest = now - config.history_s
-        rules = [(rule, rule.id, rule.check, rule.gpu, rule.step, rule.hold_s(config)) for rule in self.rules]
-        hold_of = {rule_id: hold_s for _, rule_id, _, _, _, hold_s in rules}
-        spans_s = (config.window_s, config.gpu_idle_s, config.history_s)
+        table = self._table()
+        rules, hold_of, gpu_rules, spans_s = table.rows, table.hold_of, table.gpu_rules, table.spans_s
         watched = self._views(snap)
         windows: dict[int, JobWindow] = {}
         for view, local_ranks in watched:
@@ -421,7 +447,6 @@ class Advisor:
             if self.pid is None:
                 del self._jobs[job_id]
         advice = [s.advice for s in self._states.values() if s.advice is not None]
-        gpu_rules = tuple(rule.id for rule in self.rules if rule.gpu)
         merging = ({job.id: job.pids for job in self._jobs.values()}, dict(self._gpus), gpu_rules)
         last_advice, last_merging = self._last_merge
         if (
@@ -433,12 +458,18 @@ class Advisor:
             self._last_merge = (advice, merging)
         return self.active
 
+    def _table(self) -> _RuleTable:
+        """What every tick reads of the rules and the settings, worked out again only once either is replaced."""
+        table = self._rule_table
+        if table is None or table.rules is not self.rules or table.config is not self.config:
+            table = self._rule_table = _RuleTable(self.rules, self.config)
+        return table
+
     def _judge_idle_gpus(self, snap: Snapshot, held: set[int]) -> None:
         """The ``idle_gpu`` checks on each GPU no watched process is on; a GPU's state is dropped (its finding
         with it) once a process is on it, whose own rules then judge it, or once it is gone."""
         idle = {g.index: g for g in snap.gpus if g.index not in held}
-        gone = {k[0] for k in self._states if isinstance(k[0], str) and k[0].startswith(IDLE_GPU)}
-        for subject in gone - {f"{IDLE_GPU}{index}" for index in idle}:
+        for subject in self._idle_subjects - {f"{IDLE_GPU}{index}" for index in idle}:
             self._forget(subject)
         for rule in self.rules:
             if rule.idle_gpu is None:
@@ -451,6 +482,7 @@ class Advisor:
                     if finding is None:
                         continue  # nothing to judge on a healthy idle GPU: no state kept for it
                     state = self._states[key] = _RuleState()
+                    self._idle_subjects.add(key[0])
                 self._hold(state, key, snap.time, rule.hold_s(self.config), finding, rule, NO_PROCESS)
 
     def _forget(self, key: int | str) -> None:
@@ -458,6 +490,7 @@ class Advisor:
         findings too: only a watched job's report keeps them."""
         for state_key in [k for k in self._states if k[0] == key]:
             del self._states[state_key]
+        self._idle_subjects.discard(key)
         if self.pid is None:
             for state_key in [k for k in self._raised if k[0] == key]:
                 del self._raised[state_key]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,4 +67,5 @@ def steady_rise(points: Sequence[tuple[float, float]], least: float = 0.0) -> Ri
 
 def counter_increase(values: Sequence[float]) -> float:
     """How much a counter grew across a series, ignoring drops (a restarted process starts again from zero)."""
-    return sum(max(0.0, b - a) for a, b in itertools.pairwise(values))
+    steps = map(operator.sub, itertools.islice(values, 1, None), values)  # each value less the one before
+    return sum(map(max, itertools.repeat(0.0), steps))
