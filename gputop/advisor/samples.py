@@ -83,22 +83,33 @@ class JobSample:
 
     def __post_init__(self) -> None:
         gpus = self.gpus
+        put = object.__setattr__
+        if not gpus:  # no GPU: nothing known of any
+            for name in _DERIVED:
+                put(self, name, None)
+            return
         fractions = [g.memory_used_fraction for g in gpus if g.memory_used_fraction is not None]
-        derived = (
-            ("gpu_busy_percent", mean([g.utilization_gpu_percent for g in gpus])),
-            ("sm_activity_percent", mean([g.sm_activity_percent for g in gpus])),
-            ("sm_occupancy_percent", mean([g.sm_occupancy_percent for g in gpus])),
-            ("tensor_activity_percent", mean([g.tensor_activity_percent for g in gpus])),
-            ("gpu_memory_fraction", max(fractions) if fractions else None),
-        )
-        for name, value in derived:
-            object.__setattr__(self, name, value)
+        put(self, "gpu_busy_percent", mean([g.utilization_gpu_percent for g in gpus]))
+        put(self, "sm_activity_percent", mean([g.sm_activity_percent for g in gpus]))
+        put(self, "sm_occupancy_percent", mean([g.sm_occupancy_percent for g in gpus]))
+        put(self, "tensor_activity_percent", mean([g.tensor_activity_percent for g in gpus]))
+        put(self, "gpu_memory_fraction", max(fractions) if fractions else None)
 
     @property
     def gpu_memory_bytes(self) -> int | None:
         """What NVML says the process holds over all its GPUs."""
         held = [r.gpu_memory_bytes for r in self.gpu_rows if r.gpu_memory_bytes is not None]
         return sum(held) if held else None
+
+
+_DERIVED = (
+    "gpu_busy_percent",
+    "sm_activity_percent",
+    "sm_occupancy_percent",
+    "tensor_activity_percent",
+    "gpu_memory_fraction",
+)
+"""What a sample works out of its GPUs (``JobSample.__post_init__``)."""
 
 
 def current_loader(view: TrainingView) -> LoaderView | None:
