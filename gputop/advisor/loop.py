@@ -42,7 +42,7 @@ class WorkerActivity:
 
 def worker_activity(window: JobWindow) -> WorkerActivity | None:
     """The workers' activity over a window; None when no sample saw a worker."""
-    return window.cached("worker_activity", lambda: _worker_activity(window))
+    return window.cached_of("worker_activity", _worker_activity)
 
 
 def _worker_states(sample: JobSample) -> tuple[int, int, int]:

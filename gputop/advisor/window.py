@@ -156,11 +156,15 @@ class JobWindow:
         """The last known value of ``reader`` less the first (None where none is known): what ``steady_rise`` of
         the ``points`` would call the rise, found without them."""
         values = self._read(reader)
-        first = next((v for v in values if v is not None), None)
-        if first is None:
+        for first in values:
+            if first is not None:
+                break
+        else:
             return None
-        last = next(v for v in reversed(values) if v is not None)
-        return last - first
+        for last in reversed(values):
+            if last is not None:
+                return last - first
+        return None  # not reached: a value is known
 
     def values(self, reader: Reader[float | None]) -> list[float]:
         return [v for v in self._read(reader) if v is not None]
@@ -205,3 +209,12 @@ class JobWindow:
         if key not in memo:
             memo[key] = compute()
         return memo[key]  # what compute() gave: each key is asked with one compute
+
+    def cached_of(self, key: Hashable, compute: Callable[[JobWindow], T]) -> T:
+        """``compute(self)`` the first time ``key`` is asked of this window, what it gave after that: ``cached``
+        for a function of the window alone, which needs no closure made at every call."""
+        memo = self._memo
+        found = memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = memo[key] = compute(self)
+        return found  # what compute() gave: each key is asked with one compute
