@@ -164,6 +164,11 @@ def device_series(w: JobWindow, device: int, figure: DeviceFigure) -> list[tuple
     ]
 
 
+def device_values(w: JobWindow, device: int, figure: DeviceFigure) -> list[float]:
+    """The values of ``device_series``, without their times."""
+    return [v for found in w.column(DEVICE_FIGURE((device, figure))) for v in found]
+
+
 def device_rise(w: JobWindow, device: int, figure: DeviceFigure) -> float | None:
     """The last value of one CUDA device's figure across the window less the first (None without one): the rise
     ``steady_rise`` would see in ``device_series``, found without it."""
@@ -181,4 +186,4 @@ def unallocated_shares(w: JobWindow, device: int) -> list[float]:
 
 def device_increase(w: JobWindow, device: int, figure: DeviceFigure) -> float:
     """How much one of a CUDA device's counters grew across the window."""
-    return counter_increase([v for _, v in device_series(w, device, figure)])
+    return counter_increase(device_values(w, device, figure))

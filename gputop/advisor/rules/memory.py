@@ -9,7 +9,7 @@ from gputop.advisor.rules.base import (
     cuda_devices,
     device_gpu,
     device_increase,
-    device_series,
+    device_values,
     last_found,
     loader_line,
     pct,
@@ -32,7 +32,7 @@ from gputop.model import CRITICAL, INFO, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PR
 
 
 def _step_start_bytes(recent: JobWindow, device: int) -> float | None:
-    values = [v for _, v in device_series(recent, device, "allocated_bytes")]
+    values = device_values(recent, device, "allocated_bytes")
     return sorted(values)[len(values) // 2] if values else None
 
 
