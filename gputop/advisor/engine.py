@@ -57,6 +57,10 @@ class _RuleState:
     summed anew, and ``held_s`` once they are gone."""
     run_from: float = 0.0
     """The time of the first evaluation of the last run of equal ones (all held, or none)."""
+    pending: list[float] = field(default_factory=list)
+    """The times of unheld evaluations put off (``add_unheld``), in order: made evaluations before the evaluations
+    are next read (``_take_pending``)."""
+    pending_hold_s: float = 0.0
 
     def settled(self, now: float, hold_s: float) -> bool:
         """Whether another evaluation the same as the last one changes nothing: every evaluation of the last
@@ -69,6 +73,8 @@ class _RuleState:
     def extend(self, times: Sequence[float], hold_s: float) -> None:
         """Evaluations at ``times`` (later than the last one) the same as the last one: what ``record`` would make
         of them one by one, made at once."""
+        if self.pending:
+            self._take_pending()
         held = self.evaluations[-1][1]
         kept = [at for at, _ in self.evaluations]
         kept += times
@@ -80,6 +86,8 @@ class _RuleState:
     def add(self, time: float, held: bool, hold_s: float) -> None:
         """Add an evaluation, where its share is not asked for (nothing raised, nothing to raise): what ``record``
         keeps of it. At most ``MAX_HISTORY_SAMPLES`` are kept, the oldest dropped first."""
+        if self.pending:
+            self._take_pending()
         evaluations = self.evaluations
         if evaluations:
             last_at, last_held = evaluations[-1]
@@ -106,6 +114,61 @@ class _RuleState:
         if self._recount <= 0:
             self._recount = len(evaluations)
             self.held_s = _held_between(evaluations)
+
+    def add_unheld(self, time: float, hold_s: float) -> None:
+        """``add(time, False, hold_s)``, put off while it can change nothing but which evaluations are kept and when
+        the running total is summed anew: every evaluation kept but the first is unheld, in order of time, and so
+        is this one (``_take_pending`` then makes them all, as ``add`` makes them one by one). A rule that finds
+        nothing, tick after tick, then costs its state a time in a list."""
+        pending = self.pending
+        if pending:
+            if time >= pending[-1] and hold_s == self.pending_hold_s and len(pending) < MAX_PENDING:
+                pending.append(time)
+                return
+        else:
+            evaluations = self.evaluations
+            if (
+                len(evaluations) > 1
+                and not self._inversions
+                and time >= evaluations[-1][0]
+                and not any(held for _, held in itertools.islice(evaluations, 1, None))
+            ):
+                self.pending_hold_s = hold_s
+                pending.append(time)
+                return
+        self.add(time, False, hold_s)
+
+    def _take_pending(self) -> None:
+        """Make the evaluations put off by ``add_unheld``, as ``add`` makes them one by one. None of them holds and
+        none of the evaluations kept holds but the first, whose own hold no interval counts: no interval they add or
+        drop changes the running total, which changes only where ``add`` would sum it anew (to nothing), each
+        ``_recount`` evaluations; the evaluations kept are those from the last at or before the window's start."""
+        pending = self.pending
+        hold_s = self.pending_hold_s
+        self.pending = []
+        evaluations = self.evaluations
+        times = [at for at, _ in evaluations]
+        base = len(times)
+        times += pending
+        count = len(pending)
+        index = max(self._recount - 1, 0)  # the first of them at which the countdown reaches zero
+        if index >= count:
+            self._recount -= count
+        else:
+            while True:
+                kept = base + index + 1 - _first_kept(times, base + index, hold_s)
+                if index + kept >= count:
+                    self._recount = kept - (count - 1 - index)
+                    break
+                index += kept
+            self.held_s = 0.0
+        cut = _first_kept(times, len(times) - 1, hold_s)
+        self.evaluations = deque(
+            itertools.chain(
+                itertools.islice(evaluations, min(cut, base), None),
+                ((at, False) for at in pending[max(0, cut - base) :]),
+            )
+        )
 
     def record(self, time: float, held: bool, hold_s: float) -> float | None:
         """Add an evaluation; return the share of the last ``hold_s`` it held, or None before a whole window."""
@@ -135,6 +198,12 @@ _NEAR = 1e-9
 may differ from that sum in its last bits, and the comparison with the threshold must not."""
 _NEAR_FIRE = (th.FIRE_SHARE - _NEAR, th.FIRE_SHARE + _NEAR)
 _NEAR_CLEAR = (th.CLEAR_SHARE - _NEAR, th.CLEAR_SHARE + _NEAR)
+
+
+def _first_kept(times: list[float], last: int, hold_s: float) -> int:
+    """Of evaluations at ``times`` (in order) made one by one with ``add``, the index of the first one kept once the
+    one at ``last`` is made: the last at or before its window's start, within ``MAX_HISTORY_SAMPLES`` of it."""
+    return max(0, bisect.bisect_right(times, times[last] - hold_s, 0, last + 1) - 1, last + 1 - MAX_HISTORY_SAMPLES)
 
 
 def _held_between(evaluations: deque[tuple[float, bool]]) -> float:
@@ -298,6 +367,9 @@ _CONTENT = ("view", "host", "gpus", "gpu_rows", "worker_gpu_rows", "rss_bytes", 
 _UNJUDGED = object()
 _ROUNDING_S = 1e-6
 MAX_PASSED = 256
+MAX_PENDING = 128
+"""Unheld evaluations a rule's state puts off (``_RuleState.add_unheld``) before it makes them at once: enough that
+making them costs little per evaluation, few enough that a state holds at most a kilobyte of them."""
 """Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
 
 
@@ -416,7 +488,7 @@ class Advisor:
                         state = states[rule_id] = self._states[(pid, rule_id)] = _RuleState()
                     finding = check(window, config)
                     if finding is None and state.advice is None:
-                        state.add(at, False, hold_s)  # nothing raised, nothing to raise
+                        state.add_unheld(at, hold_s)  # nothing raised, nothing to raise
                     else:
                         self._hold(state, (pid, rule_id), at, hold_s, finding, rule, pid)
                 verdicts.append(finding)

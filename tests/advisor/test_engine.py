@@ -219,6 +219,35 @@ def test_evaluations_whose_time_goes_back_are_shared_as_a_fresh_sum_gives():
         assert state.record(t, n % 3 != 0, 5.0) == _share_summed_anew(seen, 5.0)
 
 
+def _kept(state: _RuleState) -> tuple[object, ...]:
+    """Everything a rule's state keeps, with the unheld evaluations it put off made."""
+    if state.pending:
+        state._take_pending()
+    return (list(state.evaluations), state.held_s, state._recount, state._inversions, state.run_from)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_unheld_evaluations_put_off_leave_the_state_that_adding_them_one_by_one_leaves(seed: int):
+    rng = random.Random(seed)
+    hold_s = rng.choice((0.0, 3.0, 7.3, WINDOW_S))
+    put_off, added = _RuleState(), _RuleState()
+    t = rng.choice((0.0, 1_800_000_000.0))
+    for n in range(600):
+        t += rng.choice((*STEPS_S, 0.0, rng.uniform(0.0, 2.0), -2.0 if rng.random() < 0.05 else 0.3))
+        step = rng.random()
+        if step < 0.8:  # nothing found, nothing raised: the engine's usual evaluation
+            put_off.add_unheld(t, hold_s)
+            added.add(t, False, hold_s)
+        elif step < 0.95:
+            held = rng.random() < 0.5
+            assert put_off.record(t, held, hold_s) == added.record(t, held, hold_s)
+        else:
+            assert put_off.settled(t, hold_s) == added.settled(t, hold_s)
+        if n % 50 == 0:
+            assert _kept(put_off) == _kept(added)  # the running total to the last bit, and the countdown to its sum
+    assert _kept(put_off) == _kept(added)
+
+
 def test_a_finding_that_does_not_change_keeps_its_advice_and_the_active_findings():
     readings = {"n": 1}
     advisor = Advisor(PID, AdvisorConfig(window_s=WINDOW_S))
