@@ -367,10 +367,10 @@ _CONTENT = ("view", "host", "gpus", "gpu_rows", "worker_gpu_rows", "rss_bytes", 
 _UNJUDGED = object()
 _ROUNDING_S = 1e-6
 MAX_PASSED = 256
+"""Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
 MAX_PENDING = 128
 """Unheld evaluations a rule's state puts off (``_RuleState.add_unheld``) before it makes them at once: enough that
 making them costs little per evaluation, few enough that a state holds at most a kilobyte of them."""
-"""Ticks passed over that are made evaluations at once: the history of a process quiet for days stays bounded."""
 
 
 _CONTENT_OF = operator.attrgetter(*_CONTENT)
