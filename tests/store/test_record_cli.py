@@ -64,12 +64,19 @@ def test_record_for_a_duration_writes_every_snapshot_and_exits_0(driver, spawn, 
 
 
 def record_until_sigterm(driver: FakeDriver, path, interval_s: float) -> tuple[int, str]:
-    """``gputop record`` every ``interval_s``, sent SIGTERM once its first snapshot is committed: exit code, stderr."""
+    """``gputop record`` every ``interval_s``, sent SIGTERM once its first snapshot is committed: exit code, stderr.
+    A run still there 15 s after SIGTERM is aborted, and the test fails with where each of its threads was (Python's
+    fault handler, on for this run, prints them on SIGABRT)."""
     driver.write(training_box(1, []))
-    run = gputop("record", "-o", str(path), "-d", str(interval_s), env=driver.env())
+    run = gputop("record", "-o", str(path), "-d", str(interval_s), env={**driver.env(), "PYTHONFAULTHANDLER": "1"})
     wait_until(lambda: committed(path) > 0)
     run.send_signal(signal.SIGTERM)
-    _, err = run.communicate(timeout=15)
+    try:
+        _, err = run.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        run.send_signal(signal.SIGABRT)
+        _, err = run.communicate(timeout=15)
+        pytest.fail(f"gputop record was still running 15 s after SIGTERM; its threads then:\n{err}")
     return run.returncode, err
 
 
