@@ -265,8 +265,8 @@ class _RuleTable:
         self.rows: tuple[tuple[Rule, str, Check, bool, bool, float], ...] = tuple(
             (rule, rule.id, rule.check, rule.gpu, rule.step, rule.hold_s(config)) for rule in rules
         )
-        self.hold_of: dict[str, float] = {rule.id: rule.hold_s(config) for rule in rules}
-        self.gpu_rules: tuple[str, ...] = tuple(rule.id for rule in rules if rule.gpu)
+        self.hold_of: dict[str, float] = {rule_id: hold_s for _, rule_id, _, _, _, hold_s in self.rows}
+        self.gpu_rules: tuple[str, ...] = tuple(rule_id for _, rule_id, _, gpu, _, _ in self.rows if gpu)
         self.spans_s: tuple[float, float, float] = (config.window_s, config.gpu_idle_s, config.history_s)
 
 
