@@ -1,5 +1,6 @@
 """What gputop's commands write on the console besides their output: ``gputop: ...`` lines on stderr, the
-message for a missing Textual, and SIGTERM turned into an exception that ends a command cleanly."""
+message for a missing Textual, and SIGTERM and Ctrl-C turned into a request to stop that a command reads between
+two pieces of work."""
 
 from __future__ import annotations
 
@@ -42,19 +43,36 @@ def needs_textual(exc: ImportError, what: str, hint: str = "") -> int:
 
 
 class Terminated(Exception):
-    """SIGTERM arrived (inside ``sigterm_raises``): stop as for Ctrl-C, cleaning up on the way out."""
+    """A second SIGTERM arrived inside ``stop_signals``: stop now, as for a second Ctrl-C."""
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
+class StopRequest:
+    """Set by SIGTERM or Ctrl-C inside ``stop_signals``; the command reads ``requested`` between two pieces of
+    work and stops there. A plain attribute, not a ``threading.Event``: a handler that took a lock could find it
+    held by the very code it interrupted."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self.requested:
+            self.requested = True
+            return
+        # Asked twice: whatever the command is stuck in, stop it now.
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` on the main thread, so ``finally`` clauses run (commit
-    what is pending, close the file); the handler from before is restored after it."""
-    previous = signal.signal(signal.SIGTERM, _terminate)
+def stop_signals() -> Iterator[StopRequest]:
+    """Within the block, the first SIGTERM or Ctrl-C only sets ``requested`` on the ``StopRequest`` it yields, so
+    the command ends between two snapshots, never inside a lock or a commit; a second one raises (``Terminated``,
+    ``KeyboardInterrupt``). The handlers from before are restored after it."""
+    stop = StopRequest()
+    previous = {signum: signal.signal(signum, stop._handle) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield
+        yield stop
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

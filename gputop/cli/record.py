@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gputop.cli import args as checks
-from gputop.cli.console import Terminated, error, say, sigterm_raises
+from gputop.cli.console import StopRequest, Terminated, error, say, stop_signals
 
 if TYPE_CHECKING:
     from gputop.store.recording import Recorder
@@ -63,11 +63,11 @@ def record(
     except RecordingError as exc:
         return error(str(exc), 2)
     try:
-        with sigterm_raises():
+        with stop_signals() as stop:
             until = f" for {duration_s:g} s" if duration_s is not None else " until Ctrl-C"
             say(f"recording to {os.fspath(path)} every {interval_s:g} s{until}")
             snapshots = every(
-                interval_s, focus_pid=pid, first="now", duration_s=duration_s, wait=lambda s: _wait(recorder, s)
+                interval_s, focus_pid=pid, first="now", duration_s=duration_s, wait=lambda s: _wait(recorder, s, stop)
             )
             with contextlib.closing(snapshots):
                 for snap in snapshots:
@@ -85,10 +85,11 @@ def record(
         say(f"recorded {counted(recorder.written, 'snapshot')} to {os.fspath(path)}")
 
 
-def _wait(recorder: Recorder, timeout_s: float) -> bool:
-    """Sleep ``timeout_s``, committing the recorder's batch when it is due; never asks to stop."""
+def _wait(recorder: Recorder, timeout_s: float, stop: StopRequest) -> bool:
+    """Sleep ``timeout_s``, committing the recorder's batch when it is due; True (stop) as soon as SIGTERM or
+    Ctrl-C has asked, within ``TICK_S``."""
     deadline = time.monotonic() + timeout_s
-    while (left_s := deadline - time.monotonic()) > 0:
+    while not stop.requested and (left_s := deadline - time.monotonic()) > 0:
         time.sleep(min(TICK_S, left_s))
         recorder.tick()
-    return False
+    return stop.requested

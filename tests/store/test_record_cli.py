@@ -63,14 +63,15 @@ def test_record_for_a_duration_writes_every_snapshot_and_exits_0(driver, spawn, 
     assert f"recorded {len(snaps)} snapshots" in err
 
 
-def record_until_sigterm(driver: FakeDriver, path, interval_s: float) -> tuple[int, str]:
-    """``gputop record`` every ``interval_s``, sent SIGTERM once its first snapshot is committed: exit code, stderr.
+def record_until_sigterm(driver: FakeDriver, path, interval_s: float, signum: int = signal.SIGTERM) -> tuple[int, str]:
+    """``gputop record`` every ``interval_s``, sent SIGTERM (or ``signum``) once its first snapshot is committed:
+    exit code, stderr.
     A run still there 15 s after SIGTERM is aborted, and the test fails with where each of its threads was (Python's
     fault handler, on for this run, prints them on SIGABRT)."""
     driver.write(training_box(1, []))
     run = gputop("record", "-o", str(path), "-d", str(interval_s), env={**driver.env(), "PYTHONFAULTHANDLER": "1"})
     wait_until(lambda: committed(path) > 0)
-    run.send_signal(signal.SIGTERM)
+    run.send_signal(signum)
     try:
         _, err = run.communicate(timeout=15)
     except subprocess.TimeoutExpired:
@@ -88,6 +89,19 @@ def test_sigterm_commits_what_is_pending_and_exits_0(driver, tmp_path):
     assert code == 0, err
     with open_recording(path) as recording:
         snaps = list(recording)
+    assert f"recorded {len(snaps)} snapshots" in err
+
+
+def test_ctrl_c_commits_what_is_pending_and_exits_0(driver, tmp_path):
+    path = tmp_path / "run.gputop"
+
+    code, err = record_until_sigterm(driver, path, 0.1, signal.SIGINT)
+
+    assert code == 0, err
+    assert "Traceback" not in err
+    with open_recording(path) as recording:
+        snaps = list(recording)
+        assert recording.info.ended is not None
     assert f"recorded {len(snaps)} snapshots" in err
 
 
