@@ -18,8 +18,7 @@ On the CPU only the first three exist: the CPU has no caching allocator to ask. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputop.frozen import immutable
 from gputop.model import CudaMemory, ProbeReport, TensorMemory
 
 PARTS = ("weights", "gradients", "optimizer", "other", "activations", "cache", "outside")
@@ -37,7 +36,7 @@ PART_NAMES = {
 """How each part is named to users."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DeviceMemory:
     """One device's memory by part, in bytes; see the module's description of each part."""
 

@@ -14,14 +14,15 @@ A model is matched by the name NVML gives it (``nvmlDeviceGetName``), as real dr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from gputop.frozen import immutable
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 """The precision of a job's matrix math: what its tensor cores (or, for ``fp32``, its CUDA cores) run."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class GpuPeak:
     """One GPU model's dense peaks in TFLOP/s, and where they come from."""
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final, Literal
 
+from gputop.frozen import immutable
 from gputop.model import ROLE_TORCHRUN_AGENT, HostProcess, Snapshot, TrainingView
 
 JobKind = Literal["torchrun", "processes", "single"]
@@ -32,7 +33,7 @@ JOB_PROCESSES: Final = "processes"
 JOB_SINGLE: Final = "single"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobRank:
     """One process of a job: its view, its rank (None for a job without a launcher) and the host it runs on
     (None on the local machine)."""
@@ -47,7 +48,7 @@ class JobRank:
         return self.view.pid
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Job:
     """A training job: ``id`` is stable for its life (and the same on every host for a torchrun job). ``user`` is
     whom every rank runs as (None where it could not be read)."""

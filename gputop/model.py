@@ -10,9 +10,11 @@ mapping (for example ``{"fan_percent": "unsupported"}``). Zero always means a me
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Final, Literal, get_args
+
+from gputop.frozen import immutable
 
 # Reasons a value is missing. Shown to users, so they are short and plain.
 UNSUPPORTED = "unsupported"
@@ -80,7 +82,7 @@ def frozen_reasons(reasons: Mapping[str, str] | None) -> Mapping[str, str]:
     return MappingProxyType(dict(reasons)) if reasons else _EMPTY
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CpuUse:
     """CPU used over the last process-table scan (100 = one core): of one process (``pid``, ``name``, its
     ``user``), or of all of one user's processes together (``pid`` None)."""
@@ -91,7 +93,7 @@ class CpuUse:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CpuTakers:
     """Who used the host's CPUs between the last two process-table scans (the slow tick, every 2 s): the
     processes that used the most, most first, and the users whose processes did, each counted whole. Only
@@ -101,7 +103,7 @@ class CpuTakers:
     users: tuple[CpuUse, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HostInfo:
     """The machine the monitor runs on."""
 
@@ -121,7 +123,7 @@ class HostInfo:
     kept it."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DriverInfo:
     """Whether NVML answered, and which driver, CUDA and NVML versions it reported."""
 
@@ -136,7 +138,7 @@ class DriverInfo:
         return self.status == DRIVER_OK
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class MigInstance:
     """One MIG device of a GPU in MIG mode: a compute instance inside a GPU instance, with its share of the GPU.
 
@@ -199,7 +201,7 @@ ViolationPolicy = Literal["power", "thermal", "sync_boost", "board_limit", "low_
 """NVML's perf policies 0-5 (``nvmlDeviceGetViolationStatus``): what held the clocks below application clocks."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class XidCount:
     """How many times one Xid (an error the driver reported, NVIDIA's Xid catalogue) came from a GPU while gputop
     watched, and when the last one came (seconds since the epoch)."""
@@ -209,7 +211,7 @@ class XidCount:
     last_time: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class GpuHealth:
     """One GPU's health readings and the state judged from them (``gputop.health``). Counters the GPU or driver
     does not have are None with the reason in ``unavailable`` (remapped rows exist on Ampere and later data-centre
@@ -243,7 +245,7 @@ class GpuHealth:
         return max(self.xids, key=lambda x: x.last_time) if self.xids else None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Gpu:
     """One GPU at one moment.
 
@@ -359,7 +361,7 @@ CGROUP_PATH_CHARS = 1024
 """The longest cgroup path kept; a user may nest their own cgroups deeper, nothing real is that long."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Container:
     """Where a process runs, from its ``/proc/PID/cgroup``: a container, a Kubernetes pod, a Slurm job, a systemd
     unit.
@@ -416,7 +418,7 @@ POD_ORIGINS: tuple[PodOrigin, ...] = get_args(PodOrigin)
 POD_ORIGIN_WORDS: dict[PodOrigin, str] = {"apiserver": "API server", "logs": "kubelet's log directories"}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Pod:
     """The Kubernetes pod, and the container in it, that a process runs in, by name: what the node's API server or
     kubelet says of the pod UID and container id the process's cgroup names (``Container.pod_uid``, ``id``).
@@ -446,7 +448,7 @@ SLURM_MAX_GPUS = 1024
 """The most GPU indices kept for one job on one node: far more than any node has."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SlurmJob:
     """The Slurm job a process runs in: ``id`` and ``step`` (``0``, ``batch``, ``extern``, ``interactive``) from its
     cgroup; the job's ``name``, ``user``, ``state`` and the node's GPU indices it holds (``gpus``, from the
@@ -467,7 +469,7 @@ class SlurmJob:
         return f"slurm {self.id} {self.name}" if self.name else f"slurm job {self.id}"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HostProcess:
     """A host process that gputop watches: a GPU process, one of its ancestors or descendants, or the focus.
 
@@ -500,7 +502,7 @@ class HostProcess:
     GPUs from ``scontrol``; None for a process in no Slurm job."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class GpuProcess:
     """A process that holds a context on one GPU: what NVML says of it there, and its host process.
 
@@ -531,7 +533,7 @@ class GpuProcess:
         return self.host is None or self.host.visible
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Snapshot:
     """Everything gputop knows at one tick. Immutable: consumers share it freely across threads."""
 
@@ -597,7 +599,7 @@ PROBE_LAUNCHER: Final = "torchrun's agent: it starts the ranks and trains nothin
 """Why torchrun's agent, which ``gputop run`` started with the probe on, has no report and will not have one."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Worker:
     """A DataLoader worker: a process named ``pt_data_worker`` below a training process.
 
@@ -619,7 +621,7 @@ class Worker:
         return self.host.pid
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PinMemoryStatus:
     """Whether the job pins batches in page-locked memory: ``on``, ``off`` or ``unknown``, and why gputop thinks so.
 
@@ -633,7 +635,7 @@ class PinMemoryStatus:
     thread_ids: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class MainThread:
     """What the training process's main thread is doing.
 
@@ -650,7 +652,7 @@ class MainThread:
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class LoaderConfig:
     """A DataLoader's settings, either as the job asked for them or as the iterator really runs them."""
 
@@ -678,7 +680,7 @@ LOADER_CONFIG_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class LoaderView:
     """One DataLoader of the job, as the probe reports it.
 
@@ -729,7 +731,7 @@ class LoaderView:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CudaMemory:
     """One CUDA device as PyTorch's caching allocator sees it (``torch.cuda.memory_stats``).
 
@@ -754,7 +756,7 @@ class CudaMemory:
     nvml_process_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PinnedHostMemory:
     """Page-locked host memory held by PyTorch's pinned allocator (``torch.cuda.host_memory_stats``)."""
 
@@ -765,7 +767,7 @@ class PinnedHostMemory:
     num_host_free: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Launch:
     """How a launcher started a process, from its environment (``/proc/PID/environ``, readable for one's own
     processes) or its probe's report: torchrun's and ``torch.distributed``'s variables, each None where unset.
@@ -794,7 +796,7 @@ TENSOR_DEVICE = r"cpu|cuda:[0-9]{1,2}"
 which ``int`` then refuses: the probe reader and the snapshot decoder both hold a device to this pattern."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TensorMemory:
     """Where one device's tensors hold memory, as the probe found them through the optimizers the job steps: the
     parameters (weights) and their gradients, right after a step, and the optimizers' state.
@@ -841,7 +843,7 @@ SYNC_CALL = r"[A-Za-z_][A-Za-z0-9_.]{0,39}"
 """What ``SyncSite.call`` may be: the name of what waited (``item``, ``cpu``, ``Tensor.nonzero``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SyncSite:
     """One place in the job's code where the host waited for the GPU: ``site`` is ``train.py:57``, ``call`` what
     waited (``item``, ``cpu``, ``nonzero``, ``synchronize``, ...), ``per_step`` how often a step, on average."""
@@ -851,7 +853,7 @@ class SyncSite:
     per_step: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StepAnatomy:
     """Where a training step's time goes, measured by the probe inside the job over its last ``window_s``.
 
@@ -898,7 +900,7 @@ class StepAnatomy:
         return sum(seconds for _, seconds in self.phases_s)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StepCost:
     """What the monitor adds to a job's step anatomy from outside it: energy from NVML's energy counter over the
     GPUs the process uses, and achieved FLOP/s and MFU against the GPU model's peak for the precision in use.
@@ -917,7 +919,7 @@ class StepCost:
     unavailable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ProbeReport:
     """What the in-process probe last reported, or why there is nothing to trust.
 
@@ -1001,7 +1003,7 @@ def evidence_of(probe_status: str | None, workers: bool, rank: bool, torch_threa
     return tuple(found)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TrainingView:
     """A training process and its input pipeline: what /proc shows from outside, plus the probe's report.
 
@@ -1075,7 +1077,7 @@ NO_PROCESS: Final = 0
 """``Advice.pid`` of a finding about a GPU that no process is on (no process has PID 0)."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Advice:
     """One finding of the advisor about a training process (or a job, or a GPU): what is wrong, the numbers behind
     it, the change.

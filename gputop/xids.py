@@ -14,12 +14,11 @@ double-bit error, cleared by a reset) and 74 (NVLink, cleared by a reset), is ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputop.frozen import immutable
 from gputop.model import HEALTH_CRITICAL, HEALTH_WARN, HealthState
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Xid:
     meaning: str
     action: str

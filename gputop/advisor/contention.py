@@ -8,16 +8,15 @@ job's own CPU come from the window (medians); who holds the rest comes from the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputop.advisor import thresholds as th
 from gputop.advisor.readers import HOST_CPU, Reader
 from gputop.advisor.samples import JobSample
 from gputop.advisor.window import JobWindow
+from gputop.frozen import immutable
 from gputop.model import CpuUse
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Contention:
     """A saturated host whose CPUs other processes hold: ``others_cores`` of its ``cpu_count`` beyond the job's
     ``job_cores``; the other ``processes`` and ``users`` that used the most, in cores; ``named`` is False where the

@@ -4,8 +4,6 @@ passes (epochs) it started, how busy its main thread is. Several rules read each
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputop.advisor.readers import (
     DATA_WAIT_SHARE,
     HOST_CPU,
@@ -17,9 +15,10 @@ from gputop.advisor.readers import (
 )
 from gputop.advisor.samples import JobSample
 from gputop.advisor.window import JobWindow
+from gputop.frozen import immutable
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WorkerActivity:
     """What a window says the DataLoader workers do.
 
@@ -77,7 +76,7 @@ def _worker_activity(window: JobWindow) -> WorkerActivity | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PassStarts:
     """The passes (epochs) a window saw start, from the probe.
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from gputop.formatting import fmt_bytes
+from gputop.frozen import immutable
 from gputop.model import Evidence, Snapshot, job_views
 from gputop.sanitize import printable
 
@@ -47,7 +48,7 @@ class _Series:
         return self.total / self.count if self.count else None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class GpuUse:
     """One GPU the process held memory on: the most it held, how busy the GPU was (every process on it counted),
     and the process's own share of the SMs where NVML samples it."""
@@ -60,7 +61,7 @@ class GpuUse:
     sm_mean: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ProcessUse:
     """What a watch of ``pid`` saw of it over ``snapshots`` snapshots.
 

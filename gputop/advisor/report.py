@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gputop.advisor.process_use import ProcessUse, UseTally, process_use_dict, render_not_training
 from gputop.advisor.timeline import AdviceTimeline, Span, advise
 from gputop.advisor.window import AdvisorConfig
 from gputop.formatting import counted, fmt_clock, fmt_span
+from gputop.frozen import immutable
 from gputop.model import NO_PROCESS, Advice, Snapshot
 
 SCHEMA = 1
@@ -111,7 +111,7 @@ class OpenRecording(Protocol):
     def __iter__(self) -> Iterator[Snapshot]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RecordingReport:
     """The advisor over a whole recording: its metadata, the snapshots read, the findings with their spans."""
 

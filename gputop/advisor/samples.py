@@ -7,15 +7,16 @@ per snapshot: a sample stays in a process's history for minutes and every rule r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gputop.frozen import immutable
 from gputop.model import Gpu, GpuProcess, HostInfo, HostProcess, LoaderView, Snapshot, StepAnatomy, TrainingView
 
 CURRENT_BATCHES = 3
 CURRENT_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobSample:
     """One training process at one snapshot, with the GPU and host facts the rules need beside its view.
 
@@ -127,7 +128,7 @@ def current_loader(view: TrainingView) -> LoaderView | None:
     return loader if loader.last_batch_age_s <= current_s else None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _SnapshotIndex:
     """A snapshot's process rows and host processes by PID: every training process's sample
     looks its own up, and a machine may run thousands of GPU processes."""

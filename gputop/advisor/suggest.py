@@ -6,12 +6,12 @@ Each function is pure and small, so a suggestion can be checked by hand against 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import WorkerActivity
 from gputop.advisor.samples import JobSample
 from gputop.breakdown import DeviceMemory
+from gputop.frozen import immutable
 from gputop.model import CudaMemory, Gpu, ProbeReport
 
 CPU = "cpu"
@@ -78,7 +78,7 @@ def with_headroom(workers: float) -> int:
     return max(1, math.ceil(round(workers * th.WORKER_MARGIN, 6)))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WorkerPlan:
     """How many workers to run: ``needed`` from the measurements, ``suggested`` after the caps that apply, or
     None when more workers cannot help; ``limit`` names the cap that bound it."""
@@ -137,7 +137,7 @@ def plan_workers(
     return WorkerPlan(bottleneck, needed, cap if cap > current else None, why)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BatchMemory:
     """A step's memory as a function of its batch size: what PyTorch holds at the start of a step (weights,
     gradients, optimizer state), plus ``per_sample_bytes`` for each sample at the step's peak.
@@ -246,7 +246,7 @@ def worker_bottleneck(activity: WorkerActivity) -> str:
     return IO
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Saving:
     """A change that shrinks one memory part: in words, the bytes it saves where they can be computed, and the
     settings it suggests."""

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 from gputop.advisor.engine import Advisor, by_urgency
 from gputop.advisor.window import AdvisorConfig
+from gputop.frozen import immutable
 from gputop.model import Advice, Snapshot
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Span:
     """One stretch during which a finding was active: from the snapshot that raised it to the one that cleared
     it (``end`` None: still active at the last snapshot). ``advice`` is its form at the end of the stretch."""
@@ -29,7 +30,7 @@ class Span:
         return (self.end if self.end is not None else last_time) - self.start
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Finding:
     """Everything the advisor said about one problem (one rule, one process) over the whole sequence."""
 

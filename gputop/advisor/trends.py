@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gputop.advisor.window import MIN_SAMPLES
+from gputop.frozen import immutable
 
 STEADY_R2 = 0.9
 """A linear fit explaining 90 % of the variance is a steady trend, not noise (gputop)."""
@@ -33,7 +33,7 @@ def linear_fit(points: Sequence[tuple[float, float]]) -> tuple[float, float] | N
     return slope, r2
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Rise:
     """A series that rises: by ``rise`` over the window, ``slope`` per second, with the fit's ``r2``."""
 

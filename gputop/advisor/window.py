@@ -12,12 +12,13 @@ import bisect
 import itertools
 import operator
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from gputop.advisor.lineage import Lineage, median_of, reading, share_of
 from gputop.advisor.readers import Reader
 from gputop.advisor.samples import JobSample
+from gputop.frozen import immutable
 
 T = TypeVar("T")
 
@@ -35,7 +36,7 @@ every 44 ms, below the sampler's shortest interval (0.1 s): only a window over 4
 at 1 s), or a recording with rows closer than any sampler writes them, is thinned."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class AdvisorConfig:
     """How long the advisor looks before it speaks.
 
@@ -77,7 +78,7 @@ _MISSING = object()
 _time: Callable[[JobSample], float] = operator.attrgetter("time")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobWindow:
     """Samples of one training process, oldest first.
 

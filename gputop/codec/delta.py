@@ -30,6 +30,7 @@ from gputop.codec.decode import (
 )
 from gputop.codec.encode import HOST_FIELDS, to_plain
 from gputop.codec.upgrade import V1_NOT_RECORDED
+from gputop.frozen import immutable
 from gputop.model import HostProcess, Snapshot, frozen_reasons
 from gputop.plausible import AT_MOST, RANGES
 
@@ -38,7 +39,7 @@ _FIELD_DATA, _FIELD_OBJECT, _FIELD_OBJECTS, _FIELD_NUMBER = 0, 1, 2, 3
 dataclasses item by item; a number whole (checked in line when it is one, by its decoder otherwise)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@immutable
 class _Shape:
     """What a delta needs of a model class: its fields, how each changes, and how to make an instance fast."""
 

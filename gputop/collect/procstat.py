@@ -8,8 +8,8 @@ that change every tick come from here, the ones that do not (user, command line)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from gputop.frozen import immutable
 from gputop.sanitize import printable
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -32,7 +32,7 @@ STATES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ProcStat:
     """The per-tick fields of /proc/PID/stat, in plain units."""
 

@@ -15,9 +15,9 @@ A job named on the command line has its GPUs from ``scontrol -d``'s ``GRES=gpu:N
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from gputop.collect.slurm import valid_job_id
+from gputop.frozen import immutable
 from gputop.model import SLURM_MAX_GPUS, Gpu, SlurmJob
 from gputop.sanitize import printable
 
@@ -27,7 +27,7 @@ MAX_GPU_TOKEN_CHARS = 96
 """The longest GPU named in a list kept: a MIG UUID is 40 characters."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Allocation:
     """A Slurm job's GPUs as named where gputop learned them: ``gpus`` indices or UUIDs, ``source`` the variable
     (or ``scontrol``) they came from; ``name`` the job's name where known."""

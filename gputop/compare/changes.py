@@ -3,10 +3,10 @@ there; and whether two command lines run the same job."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from gputop.compare.summary import MEMORY_PARTS, SETTINGS, FindingSeen, RunSummary, Setting
+from gputop.frozen import immutable
 
 Measure = Literal["setting", "rate", "share", "seconds", "bytes", "fraction", "joules"]
 """How a row's two values are compared: a setting as it is; a rate, seconds and joules by their ratio; a share
@@ -16,7 +16,7 @@ FindingState = Literal["gone", "new", "still"]
 _PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Row:
     """One thing compared: its group (``settings``, ``throughput``, ``step``, ``memory``, ``cost``), its name,
     and its value in A and in B (None: not known in that run)."""
@@ -58,13 +58,13 @@ class Row:
         return float(a), float(b)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class FindingChange:
     finding: FindingSeen
     state: FindingState
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Comparison:
     a: RunSummary
     b: RunSummary

@@ -19,6 +19,7 @@ from typing import Literal
 from gputop.advisor.report import OpenRecording, RecordingFacts, report_recording
 from gputop.advisor.window import AdvisorConfig
 from gputop.breakdown import device_memory
+from gputop.frozen import immutable
 from gputop.model import ROLE_TRAINING, Advice, LoaderConfig, Severity, Snapshot, TrainingView, job_views
 
 SETTINGS = ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers")
@@ -34,7 +35,7 @@ Setting = int | bool | None
 Kind = Literal["recording", "report", "run"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class FindingSeen:
     """One finding of the advisor on a run, by its rule: what a comparison says is gone, new or still there."""
 
@@ -44,7 +45,7 @@ class FindingSeen:
     suggest: tuple[tuple[str, int | float | str | bool], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RunSummary:
     """One run of a job's training process, as two runs are compared. Every number is None where the run did not
     show it (no probe, no CUDA, no energy counter); ``note`` says why there is nothing at all."""
@@ -87,7 +88,7 @@ class RunSummary:
         return found
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Point:
     """What one snapshot shows of one training process."""
 

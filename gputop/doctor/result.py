@@ -6,9 +6,11 @@ Pure data (imports nothing of gputop), so the rendering is tested with plain val
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
+
+from gputop.frozen import immutable
 
 Verdict = Literal["ok", "info", "limited", "blocked", "skipped"]
 """``ok``: nothing to do; ``info``: nothing to do, but gputop shows less here for a reason no one can change (the
@@ -32,7 +34,7 @@ Fact: TypeAlias = "str | int | float | bool | list[Fact] | dict[str, Fact] | Non
 _NO_FACTS: Mapping[str, Fact] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Check:
     """One subject checked: ``id`` is stable (the JSON key scripts match on), ``summary`` one line, ``details``
     the lines that back it, ``advice`` what to do about each limit (empty when there is nothing to do), ``info``
@@ -48,7 +50,7 @@ class Check:
     info: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Report:
     """Every check, in the order they ran."""
 

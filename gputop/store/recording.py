@@ -23,12 +23,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputop import __version__
 from gputop.codec import MAX_SNAPSHOT_BYTES, MAX_TIME
 from gputop.files import PRIVATE, create_new
+from gputop.frozen import immutable
 from gputop.limits import MAX_SECONDS, MIN_WINDOW_S
 from gputop.model import Snapshot
 from gputop.sanitize import printable
@@ -223,7 +223,7 @@ def _create(path: Path) -> sqlite3.Connection:
 # -- reading ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RecordingInfo:
     """A recording's metadata (the ``meta`` table)."""
 

@@ -26,6 +26,7 @@ from gputop.codec import (
 )
 from gputop.codec.bounds import brief, parse
 from gputop.codec.delta import Fields, delta_as, delta_value, snapshot_from_delta_value
+from gputop.frozen import immutable
 from gputop.model import Snapshot
 from gputop.store.numbers import Bases, number_slots, numbers_like, pack, unpack
 
@@ -91,7 +92,7 @@ def decode_snapshot(data: bytes, zdict: bytes = b"") -> Snapshot:
     return snapshot_from_json(inflate(data, zdict))
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@immutable
 class Keyframe:
     """A whole snapshot of a recording as read, with what the delta rows after it need: its JSON text and that of
     the delta right after it (``reference``, once read), their preset dictionary (``delta_dictionary``)."""
@@ -108,7 +109,7 @@ class Keyframe:
     """The fields its writer did not know (``snapshot_unwritten``), which the rows after it keep not recorded."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@immutable
 class Layout:
     """The first delta after a whole snapshot as the rows of numbers after it are laid out: its JSON value, its
     numbers in order and where each is in that value, and their preset dictionary."""
@@ -221,7 +222,7 @@ def _decode_numbers(data: bytes, key: Keyframe, weigh: bool) -> tuple[Snapshot, 
     return snap, key, decoded_bytes(reference) if weigh else 0
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@immutable
 class WeighedSnapshot:
     """A snapshot as read, with at most how much memory it holds (``gputop.codec.decoded_bytes``): ``own_bytes``
     of its own, and the ``whole_bytes`` of the whole snapshot in row ``whole_row``, whose values it shares and so

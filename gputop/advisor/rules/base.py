@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from gputop.advisor import thresholds as th
@@ -11,10 +11,11 @@ from gputop.advisor.readers import ReaderFamily
 from gputop.advisor.samples import JobSample
 from gputop.advisor.trends import counter_increase
 from gputop.advisor.window import AdvisorConfig, JobWindow
+from gputop.frozen import immutable
 from gputop.model import CRITICAL, INFO, WARNING, AdviceSource, CudaMemory, Gpu, Severity
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Finding:
     """What a rule says while its condition holds; the engine turns it into an ``Advice``."""
 
@@ -31,7 +32,7 @@ Check = Callable[[JobWindow, AdvisorConfig], "Finding | None"]
 GpuCheck = Callable[[Gpu], "Finding | None"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Rule:
     """A rule's stable id and its check; ``idle`` rules hold for ``gpu_idle_s`` instead of a window. A ``gpu``
     rule is about the GPU a process holds (idle, throttled): it applies to every GPU process, and its findings

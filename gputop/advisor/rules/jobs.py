@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import worker_activity
@@ -35,11 +34,12 @@ from gputop.advisor.readers import (
 )
 from gputop.advisor.rules.base import Finding, count, pct, recent_window
 from gputop.advisor.window import MIN_SAMPLES, AdvisorConfig, JobWindow
+from gputop.frozen import immutable
 from gputop.jobs import Job, JobRank
 from gputop.model import INFO, PHASES, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, AdviceSource, Phase
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobFinding:
     """A job rule's finding: ``pid`` is the rank it names (the straggler) or the job's first rank; ``pids`` the
     ranks it concerns."""
@@ -52,7 +52,7 @@ class JobFinding:
 JobCheck = Callable[[Job, Mapping[int, JobWindow], AdvisorConfig], "JobFinding | None"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobRule:
     """A job rule's stable id and its check; it holds for ``windows`` windows (one, like a process's rule)."""
 
@@ -64,7 +64,7 @@ class JobRule:
         return config.window_s * self.windows
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RankStats:
     """One rank over the last window: medians of what the rules compare."""
 
@@ -148,7 +148,7 @@ PHASE_WORDS: dict[Phase, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RankSteps:
     """One rank's step over the samples of the last window that carry the probe's anatomy: the median seconds per
     phase (phases it did not report are left out) and of the whole step."""

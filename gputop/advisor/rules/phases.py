@@ -7,8 +7,6 @@ without it; ``low-mfu`` also needs the monitor's ``StepCost``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputop.advisor import thresholds as th
 from gputop.advisor.loop import main_thread_busy
 from gputop.advisor.readers import (
@@ -25,6 +23,7 @@ from gputop.advisor.rules.base import Finding, loader_line, pct, recent_window, 
 from gputop.advisor.samples import JobSample
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
+from gputop.frozen import immutable
 from gputop.model import INFO, PIN_ON, SOURCE_BOTH, SOURCE_PROBE, WARNING, StepAnatomy, SyncSite
 
 SYNCS_PER_STEP = Reader("syncs_per_step", lambda s: s.step.syncs_per_step if s.step is not None else None)
@@ -74,7 +73,7 @@ def _remedy(site: SyncSite, every: int | None) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SyncCost:
     """What a window says the job's syncs may cost: the share of the step the GPU idles outside the data wait.
 

@@ -3,8 +3,6 @@ workers started at every epoch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputop.advisor import thresholds as th
 from gputop.advisor.contention import JOB_CPU, MAIN_CPU, Contention, contention
 from gputop.advisor.loop import WorkerActivity, main_thread_busy, pass_starts, worker_activity
@@ -46,6 +44,7 @@ from gputop.advisor.suggest import (
 )
 from gputop.advisor.window import AdvisorConfig, JobWindow
 from gputop.formatting import fmt_bytes
+from gputop.frozen import immutable
 from gputop.model import INFO, PIN_OFF, SOURCE_BOTH, SOURCE_EXTERNAL, SOURCE_PROBE, WARNING, PinMemoryStatus
 
 ENOUGH_WORKERS = "enough workers"
@@ -56,7 +55,7 @@ PCIE_RX = Reader("pcie_rx_bytes_per_s", lambda s: max((g.pcie_rx_bytes_per_s or 
 """What flows from the host to the process's GPUs, the most of any of them."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class QueuePlan:
     """The input queue's depth against the slow batches: ``slow_s`` (95th percentile of a worker's batch time) and
     the ``covered_s`` the queue of ``current`` × workers batches gives them; ``suggested`` where a deeper one is

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
@@ -25,6 +24,7 @@ from gputop.collect.pods.names import (
     uid_of,
 )
 from gputop.collect.pods.source import PodSourceError
+from gputop.frozen import immutable
 from gputop.sanitize import printable
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ TIMEOUT_S = 5.0
 _STATUS_KEYS = ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ApiServer:
     """Where the API server is and how to ask it: its base URL, the file of the service account's token (read for
     each request: a projected token is replaced every hour), the name of this node, and the CA that signs the

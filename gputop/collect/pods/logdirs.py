@@ -9,7 +9,6 @@ the same on every container runtime; it needs read access to ``/var/log`` only, 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from itertools import islice
 
 from gputop.collect.pods.names import (
@@ -24,12 +23,13 @@ from gputop.collect.pods.names import (
     uid_of,
 )
 from gputop.collect.pods.source import PodSourceError
+from gputop.frozen import immutable
 
 MAX_LOG_LINKS = MAX_PODS * 8
 """The most entries of ``/var/log/containers`` read: one per container, restarts included."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class LogDirectories:
     """The kubelet's two log directories (``/var/log/pods``, ``/var/log/containers``)."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gputop.frozen import immutable
 from gputop.model import POD_LABEL_CHARS, POD_LABEL_FORM, POD_NAME_CHARS, POD_NAME_FORM
 
 MAX_PODS = 2000
@@ -28,7 +29,7 @@ _CONTAINER_ID = re.compile(r"(?:[a-z0-9-]{1,32}://)?([0-9a-f]{64})")
 """``containerd://<id>``, ``cri-o://<id>``, ``docker://<id>`` in a pod's status, or the bare id in a log name."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ListedPod:
     """One pod of a source's answer: its names, and its containers' names by container id where it says."""
 
@@ -41,7 +42,7 @@ class ListedPod:
     id."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PodListing:
     """A source's answer: the pods by UID, and the UIDs of those left out for a name Kubernetes would refuse."""
 

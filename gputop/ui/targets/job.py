@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from gputop.frozen import immutable
 from gputop.jobs import Job
 from gputop.model import PHASES, Advice, Phase
 
@@ -36,7 +36,7 @@ def job_findings(advice: Sequence[Advice], job: Job) -> tuple[Advice, ...]:
     return tuple(a for a in advice if a.job == job.id or pids.intersection(a.concerns))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StragglerMark:
     """The rank an active straggler finding names, and the phase it names (``evidence["phase"]``, where the step
     measured it): the job view marks that phase, so that the table and the finding never disagree."""
