@@ -21,8 +21,9 @@ import os
 import shlex
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from gputop.frozen import immutable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,7 +49,7 @@ class HostsError(ValueError):
     """A host that cannot be used as given: the message is one line, fit to show to the user."""
 
 
-@dataclass(frozen=True)
+@immutable
 class HostSpec:
     """One host to watch: its ssh destination (also its name on screen) and the gputop to run there."""
 

@@ -8,15 +8,15 @@ import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from gputop.frozen import immutable
 from gputop.remote.hostspec import HostsError, HostSpec, host_list
 
 SSH_ENV = "GPUTOP_SSH"
 """The ssh command to run, split as a shell would: ``GPUTOP_SSH="ssh -F ~/.ssh/lab_config"``."""
 
 
-@dataclass(frozen=True)
+@immutable
 class HostsRequest:
     """What ``--host``/``--hosts-file`` asked for, checked."""
 

@@ -7,9 +7,10 @@ turns these rows into cells.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NamedTuple
 
+from gputop.frozen import immutable
 from gputop.model import (
     COMPUTE,
     COMPUTE_GRAPHICS,
@@ -26,7 +27,7 @@ DATALOADER_WORKER_NAME = "pt_data_worker"
 KIND_LABELS = {COMPUTE: "C", GRAPHICS: "G", COMPUTE_GRAPHICS: "C+G"}
 
 
-@dataclass(frozen=True)
+@immutable
 class Column:
     """One process-table column: how it is titled, how wide it is and how it sorts."""
 
@@ -104,7 +105,7 @@ def container_label(host: HostProcess) -> str | None:
     return None if host.container is None else host.container.label
 
 
-@dataclass(frozen=True)
+@immutable
 class ViewOptions:
     """What the user asked the table to show."""
 

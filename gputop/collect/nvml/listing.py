@@ -10,13 +10,13 @@ it of GPUs by handle alone, for a caller with an NVML session of its own.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from gputop.collect.nvml import mig
 from gputop.collect.nvml.errors import LOST, GpuLost
 from gputop.collect.nvml.processes import read_processes
 from gputop.collect.nvml.slot import GpuSlot, Variants
+from gputop.frozen import immutable
 from gputop.model import COMPUTE, GRAPHICS, GpuProcess
 
 
@@ -28,7 +28,7 @@ def list_processes(slot: GpuSlot, variants: Variants, in_mig: bool, sample_stale
     return read_processes(slot, variants, sample_stale_s)
 
 
-@dataclass(frozen=True)
+@immutable
 class ProcessList:
     """What one GPU's process list told this caller."""
 
@@ -41,7 +41,7 @@ class ProcessList:
     """The GPU is in MIG mode and its instances' own lists answered (its own list is root's)."""
 
 
-@dataclass(frozen=True)
+@immutable
 class ProcessListAccess:
     """Whether this caller may list each GPU's processes, and which compute call the driver answered (3 for
     ``nvmlDeviceGetComputeRunningProcesses_v3``, 2, or 1 for the legacy v1 symbol; None where none did)."""

@@ -10,14 +10,14 @@ the replay's ``ReplayPlayer`` (gputop/ui/replay/player.py) and ``RemoteFeed``, o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
+from gputop.frozen import immutable
 from gputop.model import Advice, Snapshot
 from gputop.ui.history import History
 
 
-@dataclass(frozen=True)
+@immutable
 class Ended:
     """The end of the job a live feed watched (``gputop run``'s): what to say, and what stays on screen."""
 

@@ -7,13 +7,14 @@ Every value that could not be read prints as N/A in the dim style; nothing unrea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_bytes, fmt_number, fmt_percent
+from gputop.frozen import immutable
 from gputop.model import (
     GPU_LOST_STATE,
     GPU_OK,
@@ -54,7 +55,7 @@ HOT_C = 85.0
 SPARK_MAX = 40
 
 
-@dataclass(frozen=True)
+@immutable
 class Palette:
     """Rich styles for the parts of a card, taken from the widget's component classes (so themes apply)."""
 
@@ -67,7 +68,7 @@ class Palette:
     spark: Style = field(default_factory=Style)
 
 
-@dataclass(frozen=True)
+@immutable
 class Sparks:
     """The card's history lines, already sized: memory used %, GPU busy % and SM activity %, and on a GPU with
     GPM the history of each ``WORK_LINE`` metric as ``(field, sparkline)`` pairs."""

@@ -11,13 +11,13 @@ shown, whatever the decoder did.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
 from gputop.formatting import NA, fmt_percent
+from gputop.frozen import immutable
 from gputop.model import Phase, StepAnatomy, StepCost, TrainingView
 from gputop.sanitize import printable
 from gputop.ui.text.gpu import Palette
@@ -26,7 +26,7 @@ from gputop.ui.text.parts import flow, label, na
 PhaseStyles = Mapping[Phase, Style]
 
 
-@dataclass(frozen=True)
+@immutable
 class PhaseName:
     """How a phase is shown: its letter in the bar, a short word for a narrow legend or a column, and in full."""
 

@@ -7,7 +7,6 @@ panel is tested without a terminal. A number that is unknown reads ``N/A`` with 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -15,6 +14,7 @@ from rich.text import Text
 
 from gputop.advisor.thresholds import DATA_WAIT_CRITICAL, DATA_WAIT_WARNING
 from gputop.formatting import NA, counted, fmt_percent
+from gputop.frozen import immutable
 from gputop.model import MEASURING, PROBE_NONE, PROBE_OK, PROBE_STALE, LoaderView, ProbeReport, Snapshot, TrainingView
 from gputop.sanitize import printable
 from gputop.ui.text.bars import meter
@@ -34,7 +34,7 @@ TWO_COLUMNS_MIN = 150
 COLUMN_GAP = 3
 
 
-@dataclass(frozen=True)
+@immutable
 class TrainingSparks:
     """The panel's history lines, already sized: data wait %, steps/s and samples/s."""
 

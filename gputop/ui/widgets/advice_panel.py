@@ -4,7 +4,6 @@ none, so a healthy job shows no empty box."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,6 +11,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gputop.frozen import immutable
 from gputop.model import Advice
 from gputop.ui.text.advice import brief_lines, full_lines
 from gputop.ui.text.gpu import Palette
@@ -22,7 +22,7 @@ SIDES = 4
 """Cells around the text: border and padding on each side (the brief form pads under its top rule)."""
 
 
-@dataclass(frozen=True)
+@immutable
 class AdviceShown:
     """What the panel draws: the findings, in full or one line each (at most ``limit`` lines)."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.geometry import Region, Size
@@ -11,6 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop.formatting import NA
+from gputop.frozen import immutable
 from gputop.model import GPU_OK, Gpu
 from gputop.ui.history import GpuHistory
 from gputop.ui.text.gpu import (
@@ -33,7 +33,7 @@ from gputop.ui.widgets.drawing import CachedComponentStyles, text_strip
 from gputop.ui.widgets.titles import set_border_subtitle, set_border_title
 
 
-@dataclass(frozen=True)
+@immutable
 class CardView:
     """Everything a card draws. Equal views draw the same, so an unchanged GPU costs no repaint."""
 

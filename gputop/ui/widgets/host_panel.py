@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -12,13 +11,14 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gputop.formatting import NA, counted, fmt_bytes, fmt_percent
+from gputop.frozen import immutable
 from gputop.model import HostInfo
 from gputop.ui.text.bars import core_columns, meter
 from gputop.ui.text.process_cells import MEASURING_MARK
 from gputop.ui.widgets.drawing import TextLines
 
 
-@dataclass(frozen=True)
+@immutable
 class HostView:
     """What the panel draws; equal views draw the same."""
 

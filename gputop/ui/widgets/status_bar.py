@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -11,12 +10,13 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gputop.formatting import NA, fmt_clock
+from gputop.frozen import immutable
 from gputop.model import Snapshot
 from gputop.ui.history import HISTORY_S
 from gputop.ui.widgets.drawing import TextLines
 
 
-@dataclass(frozen=True)
+@immutable
 class StatusView:
     hostname: str = ""
     driver: str = ""

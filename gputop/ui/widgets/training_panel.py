@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -10,6 +9,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gputop.frozen import immutable
 from gputop.model import PHASES, TrainingView
 from gputop.ui.history import ProcessHistory
 from gputop.ui.text.gpu import Palette
@@ -31,7 +31,7 @@ SIDES = 4
 padding under its top rule, so the two forms line up)."""
 
 
-@dataclass(frozen=True)
+@immutable
 class TrainingShown:
     """What the panel draws; equal values draw the same. ``now`` moves the sparklines on."""
 
