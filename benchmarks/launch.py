@@ -141,7 +141,9 @@ def main() -> int:
         }
         if args.before:
             tools.append("gputop-before")
-            commands["gputop-before"] = ["env", f"PYTHONPATH={args.before}", sys.executable, "-m", "gputop", "-d", "1"]
+            # -P: not the current directory first on the path, which is this checkout when run from its root.
+            before = ["env", f"PYTHONPATH={args.before}", sys.executable, "-P", "-m", "gputop", "-d", "1"]
+            commands["gputop-before"] = before
             for marks in (USEFUL, DASHBOARD, WITH_DATA):
                 marks["gputop-before"] = marks["gputop"]
         time.sleep(2.1)  # the fake re-parses a state file younger than 2 s at every call

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from gputop import __version__
+from gputop import __version__, startup
 from gputop.cli import hosts, watch
 from gputop.cli.args import Parser, UsageError, check_pid_exists
 from gputop.cli.console import error
@@ -72,7 +72,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def entry() -> None:
-    """The ``gputop`` command: ``main`` on the process's own arguments, and its exit status."""
+    """The ``gputop`` command: ``main`` on the process's own arguments, and its exit status. The garbage collector
+    is held while it starts (``gputop.startup``): a one-shot read ends before it would resume, the dashboard
+    resumes it after its first frame, every other command before it runs."""
+    startup.hold()
     sys.exit(main(quick_exit=True))
 
 
@@ -89,6 +92,8 @@ def main(argv: Sequence[str] | None = None, quick_exit: bool = False) -> int:
             command_module(args.command).check(args)
     except (UsageError, HostsError) as exc:
         return error(str(exc))
+    if args.command is not None or request is not None:
+        startup.resume()  # the local dashboard resumes it once its first frame is drawn; a one-shot read never
     try:
         if args.command is not None:
             return int(command_module(args.command).main(args))

@@ -21,6 +21,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import Screen
 
+from gputop import startup
 from gputop.collect.slurm_allocation import Allocation
 from gputop.limits import MIN_INTERVAL_S
 from gputop.model import Advice, Snapshot
@@ -210,6 +211,8 @@ class GputopApp(App[int]):
 
             self.push_screen(JobScreen(self.job_id))
         self.mode.mounted()
+        # The first frame drawn, the collector the gputop command held while starting resumes (gputop.startup).
+        self.call_after_refresh(startup.resume)
 
     def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
         """Close the dashboard. The feed begins to stop at once, beside Textual's own way out (its input thread

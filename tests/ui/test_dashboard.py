@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from gputop import startup
 from gputop.advisor import Advisor
 from gputop.model import Snapshot
 from gputop.ui.app import GputopApp
@@ -46,6 +48,23 @@ async def test_overview_shows_every_gpu_and_gpu_process(make_app: MakeApp) -> No
         await pilot.pause()
         assert len(app.screen.query(GpuCard)) == 8
         assert table(app).row_count == len(scenes.training_node().processes)
+
+
+async def test_the_collector_held_at_launch_resumes_once_the_first_frame_is_drawn(make_app: MakeApp) -> None:
+    """``gputop`` holds the garbage collector while it starts (``gputop.startup``): the dashboard, which runs as
+    long as the user keeps it, must give it back, or reference cycles would never be freed."""
+    app = make_app([scenes.training_node()])
+    startup.hold()
+    try:
+        assert not gc.isenabled()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            assert gc.isenabled()
+            assert gc.get_freeze_count() > 0
+    finally:
+        startup.resume()
+        gc.unfreeze()
+        gc.enable()
 
 
 async def test_q_quits(make_app: MakeApp) -> None:
