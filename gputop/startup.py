@@ -3,9 +3,11 @@ frame is made, then everything made so far frozen and collection resumed.
 
 Launching the dashboard makes some 80,000 objects that live as long as the process (modules, classes, the
 stylesheet, the widgets). While they are made the collector runs about 185 times, a full pass over all of them
-among those, about 45 ms of the 0.48 s before the first frame with data. Made with collection held, they are then
-moved to the permanent generation (``gc.freeze``), which later passes do not scan either. What could only be freed
-by the collector (reference cycles that became garbage before the freeze) is kept instead: the start makes few.
+among those, 33 to 46 ms of the half second before the first frame with data. Made with collection held, they are
+then moved to the permanent generation (``gc.freeze``), which later passes do not scan either. What only the
+collector could free is kept instead: reference cycles that became garbage before the freeze, and those that the
+frozen objects form when they are dropped later (the first footer's keys, say). Both are bounded by what the start
+made, once; what is made after the freeze is collected as before.
 
 Only the ``gputop`` command holds it (``gputop.cli.entry``); Python code that calls ``main`` keeps its collector as
 it is, and ``resume`` then does nothing.
