@@ -17,6 +17,7 @@ from typing import NamedTuple, TypeAlias
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer as TextualFooter
@@ -148,7 +149,15 @@ class Footer(TextualFooter):
         self.compact = compact
         actions = {key.action for key in keys}
         # Textual's keys, those that fit: a key left out is never mounted, so it binds nothing.
-        yield from (key for key in super().compose() if getattr(key, "action", None) in actions)
+        for key in super().compose():
+            if getattr(key, "action", None) in actions:
+                # Made in the footer's style: Textual's key starts compact and takes the footer's style once
+                # mounted, each change of class styling it anew (every key twice at every build otherwise).
+                style = vars(type(key)).get("compact")
+                if isinstance(style, Reactive):
+                    key.set_reactive(style, compact)
+                    key.set_class(compact, "-compact", update=False)
+                yield key
 
     async def recompose(self) -> None:
         await super().recompose()
