@@ -1,8 +1,8 @@
 """The cyclic garbage collector while ``gputop`` starts: held off while the modules are imported and the first
 frame is made, then everything made so far frozen and collection resumed.
 
-Launching the dashboard makes some 80,000 objects that live as long as the process (modules, classes, the
-stylesheet, the widgets). While they are made the collector runs about 185 times, a full pass over all of them
+Launching the dashboard makes about 114,000 objects that live as long as the process (modules, classes, the
+stylesheet, the widgets). While they are made the collector runs about 180 times, a full pass over all of them
 among those, 33 to 46 ms of the half second before the first frame with data. Made with collection held, they are
 then moved to the permanent generation (``gc.freeze``), which later passes do not scan either. What only the
 collector could free is kept instead: reference cycles that became garbage before the freeze, and those that the
